@@ -1,0 +1,782 @@
+#include "codegen/CodeGenLLVM.h"
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "codegen/Arithmetic.h"
+#include "codegen/LLVMModuleImpl.h"
+#include "lang/Error.h"
+#include "lang/IROperator.h"
+#include "lang/IRPrinter.h"
+#include "lang/IRVisitor.h"
+#include "lang/Param.h"
+#include "runtime/kiln_runtime.h"
+
+namespace kiln {
+
+namespace {
+
+// The generated code reads kiln_buffer_t and kiln_dimension_t through LLVM struct types built in
+// CodeGen's constructor; these pin the layout those types assume.
+static_assert(offsetof(kiln_buffer_t, host) == 16 && offsetof(kiln_buffer_t, type) == 32 &&
+                  offsetof(kiln_buffer_t, dim) == 40 && sizeof(kiln_buffer_t) == 56,
+              "kiln_buffer_t layout changed: update buffer_type in CodeGenLLVM.cpp");
+static_assert(sizeof(kiln_dimension_t) == 16, "kiln_dimension_t layout changed");
+static_assert(int(Type::Int) == kiln_type_int && int(Type::UInt) == kiln_type_uint &&
+                  int(Type::Float) == kiln_type_float && int(Type::Bool) == kiln_type_bool,
+              "kiln::Type codes must match kiln_type_code_t");
+
+enum BufferField { buffer_host = 2, buffer_dim = 6 };
+
+/// Auto allocations of constant size up to this many bytes live on the stack.
+constexpr int64_t max_auto_stack_bytes = 16 * 1024;
+
+/// Names bound in nested scopes; an inner binding hides an outer one until it is popped.
+template <typename T>
+class Scope {
+public:
+    void push(const std::string &name, T value) { table[name].push_back(value); }
+    void pop(const std::string &name) {
+        auto it = table.find(name);
+        internal_assert(it != table.end(), "codegen: '", name, "' popped but not in scope");
+        it->second.pop_back();
+        if (it->second.empty()) table.erase(it);
+    }
+    const T *find(const std::string &name) const {
+        auto it = table.find(name);
+        return it == table.end() ? nullptr : &it->second.back();
+    }
+
+private:
+    std::map<std::string, std::vector<T>> table;
+};
+
+/// The variables and buffers a statement names; a parallel loop's closure captures those that
+/// are in scope where the loop starts.
+class CollectNames : public IRVisitor {
+public:
+    std::set<std::string> variables, buffers;
+
+private:
+    using IRVisitor::visit;
+    void visit(const Variable *op) override { variables.insert(op->name); }
+    void visit(const Load *op) override {
+        buffers.insert(op->name);
+        IRVisitor::visit(op);
+    }
+    void visit(const Store *op) override {
+        buffers.insert(op->name);
+        IRVisitor::visit(op);
+    }
+};
+
+/// What belongs to the LLVM function being generated; a parallel loop's task starts afresh.
+struct FunctionState {
+    llvm::Function *function = nullptr;
+    Scope<llvm::Value *> symbols; ///< scalars
+    Scope<llvm::Value *> buffers; ///< host pointers of buffer arguments and allocations
+    /// kiln_malloc blocks live at the current point, freed on every error return.
+    std::vector<llvm::Value *> heap_allocations;
+};
+
+class CodeGen : public IRVisitor {
+public:
+    CodeGen(const Target &t, llvm::Module &m)
+        : target(t), context(m.getContext()), module(m), builder(m.getContext()) {
+        if (t.fast_math) builder.setFastMathFlags(llvm::FastMathFlags::getFast());
+        i32 = builder.getInt32Ty();
+        ptr = builder.getPtrTy();
+        buffer_type = llvm::StructType::create(
+            context,
+            {builder.getInt64Ty(), ptr, ptr, builder.getInt64Ty(),
+             llvm::StructType::get(
+                 context, {builder.getInt8Ty(), builder.getInt8Ty(), builder.getInt16Ty()}),
+             i32, ptr, ptr},
+            "kiln_buffer_t");
+        dimension_type =
+            llvm::StructType::create(context, {i32, i32, i32, i32}, "kiln_dimension_t");
+        auto declare = [&](const char *name, llvm::Type *result, std::vector<llvm::Type *> params,
+                           bool varargs = false) {
+            return module.getOrInsertFunction(name,
+                                              llvm::FunctionType::get(result, params, varargs));
+        };
+        kiln_error_fn = declare("kiln_error", i32, {i32, ptr}, true);
+        kiln_malloc_fn = declare("kiln_malloc", ptr, {builder.getInt64Ty()});
+        kiln_free_fn = declare("kiln_free", builder.getVoidTy(), {ptr});
+        kiln_parallel_for_fn = declare("kiln_parallel_for", i32, {ptr, ptr, i32, i32, ptr});
+        // kiln_type_t (4 bytes) is passed by value in one integer register on x86-64 and AArch64.
+        kiln_buffer_check_fn = declare("kiln_buffer_check", i32, {ptr, ptr, i32, i32});
+    }
+
+    void compile(const LoweredFunc &f) {
+        std::vector<llvm::Type *> params;
+        for (const LoweredArgument &a : f.args) {
+            internal_assert(a.kind == LoweredArgument::Buffer || a.type.is_scalar(),
+                            "codegen: scalar argument '", a.name, "' has vector type ", a.type);
+            params.push_back(a.kind == LoweredArgument::Buffer ? ptr : llvm_type(a.type));
+        }
+        llvm::Function *entry = make_function(f.name, llvm::FunctionType::get(i32, params, false),
+                                              llvm::Function::ExternalLinkage);
+        state.function = entry;
+        builder.SetInsertPoint(new_block("entry"));
+        for (size_t i = 0; i < f.args.size(); i++) {
+            const LoweredArgument &a = f.args[i];
+            llvm::Argument *arg = entry->getArg(unsigned(i));
+            arg->setName(a.name);
+            if (a.kind == LoweredArgument::Buffer) {
+                unpack_buffer(a, arg);
+            } else {
+                state.symbols.push(a.name, arg);
+            }
+        }
+        codegen(f.body);
+        builder.CreateRet(builder.getInt32(kiln_success));
+        emit_argv_wrapper(f, entry);
+    }
+
+private:
+    using IRVisitor::visit;
+
+    const Target &target;
+    llvm::LLVMContext &context;
+    llvm::Module &module;
+    llvm::IRBuilder<> builder;
+    FunctionState state;
+    llvm::Value *value = nullptr; ///< the result of the last expression visited
+
+    llvm::IntegerType *i32;
+    llvm::PointerType *ptr;
+    llvm::StructType *buffer_type, *dimension_type;
+    llvm::FunctionCallee kiln_error_fn, kiln_malloc_fn, kiln_free_fn, kiln_parallel_for_fn,
+        kiln_buffer_check_fn;
+    llvm::Value *percent_s = nullptr; ///< the "%s" format passed to kiln_error
+
+    // ---- Helpers ---------------------------------------------------------------------------
+
+    llvm::Value *codegen(const Expr &e) {
+        internal_assert(e.defined(), "codegen: undefined expression");
+        value = nullptr;
+        include(e);
+        internal_assert(value, "codegen: no value for ", e);
+        return value;
+    }
+
+    void codegen(const Stmt &s) { include(s); }
+
+    llvm::Type *llvm_type(Type t) {
+        llvm::Type *scalar;
+        if (t.is_bool()) {
+            scalar = builder.getInt1Ty();
+        } else if (t.is_float()) {
+            internal_assert(t.bits == 32 || t.bits == 64, "codegen: float", int(t.bits),
+                            " is not supported");
+            scalar = t.bits == 32 ? builder.getFloatTy() : builder.getDoubleTy();
+        } else {
+            scalar = builder.getIntNTy(t.bits);
+        }
+        return t.is_scalar() ? scalar : llvm::FixedVectorType::get(scalar, t.lanes);
+    }
+
+    /// The type of a value in memory: bool takes a byte there.
+    llvm::Type *memory_type(Type t) { return llvm_type(t.is_bool() ? UInt(8, t.lanes) : t); }
+
+    llvm::Value *to_memory(llvm::Value *v, Type t) {
+        return t.is_bool() ? builder.CreateZExt(v, memory_type(t)) : v;
+    }
+
+    llvm::Value *from_memory(llvm::Value *v, Type t) {
+        return t.is_bool() ? builder.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()))
+                           : v;
+    }
+
+    llvm::BasicBlock *new_block(const std::string &name) {
+        return llvm::BasicBlock::Create(context, name, state.function);
+    }
+
+    llvm::Function *make_function(const std::string &name, llvm::FunctionType *type,
+                                  llvm::GlobalValue::LinkageTypes linkage) {
+        auto *f = llvm::Function::Create(type, linkage, name, module);
+        internal_assert(linkage != llvm::Function::ExternalLinkage || f->getName() == name,
+                        "codegen: two functions are named '", name, "'");
+        f->addFnAttr(llvm::Attribute::NoUnwind);
+        f->addFnAttr("target-cpu", target.cpu);
+        if (!target.features.empty()) f->addFnAttr("target-features", target.features);
+        // Without these the x86 backend splits 512-bit vectors in two on CPUs it tunes for 256.
+        std::string width = std::to_string(target.vector_bits);
+        f->addFnAttr("prefer-vector-width", width);
+        f->addFnAttr("min-legal-vector-width", width);
+        return f;
+    }
+
+    /// An alloca in the entry block, so it is allocated once per call, not once per iteration.
+    llvm::Value *entry_alloca(llvm::Type *type, std::optional<llvm::Align> align,
+                              const std::string &name) {
+        llvm::BasicBlock &entry = state.function->getEntryBlock();
+        llvm::IRBuilder<> entry_builder(&entry, entry.getFirstInsertionPt());
+        llvm::AllocaInst *a = entry_builder.CreateAlloca(type, nullptr, name);
+        if (align) a->setAlignment(*align);
+        return a;
+    }
+
+    llvm::Value *call_kiln_error(int code, const std::string &message) {
+        if (!percent_s) percent_s = builder.CreateGlobalString("%s", "percent_s", 0, &module);
+        llvm::Value *text = builder.CreateGlobalString(message, "message", 0, &module);
+        return builder.CreateCall(kiln_error_fn, {builder.getInt32(code), percent_s, text});
+    }
+
+    /// Continues where ok is true; elsewhere frees the live heap blocks and returns the code
+    /// that failure_code emits (it may record a message first).
+    template <typename F>
+    void return_unless(llvm::Value *ok, F &&failure_code) {
+        llvm::BasicBlock *fail = new_block("error"), *pass = new_block("ok");
+        builder.CreateCondBr(ok, pass, fail, llvm::MDBuilder(context).createLikelyBranchWeights());
+        builder.SetInsertPoint(fail);
+        llvm::Value *code = failure_code();
+        for (auto it = state.heap_allocations.rbegin(); it != state.heap_allocations.rend(); ++it) {
+            builder.CreateCall(kiln_free_fn, {*it});
+        }
+        builder.CreateRet(code);
+        builder.SetInsertPoint(pass);
+    }
+
+    llvm::Value *is_success(llvm::Value *code) {
+        return builder.CreateICmpEQ(code, builder.getInt32(kiln_success));
+    }
+
+    llvm::Value *buffer_pointer(const std::string &name) const {
+        const auto *p = state.buffers.find(name);
+        internal_assert(p, "codegen: buffer '", name, "' is neither an argument nor allocated");
+        return *p;
+    }
+
+    /// A <1 x T> vector holding v, for masked operations on one lane.
+    llvm::Value *one_lane(llvm::Value *v) {
+        auto *type = llvm::FixedVectorType::get(v->getType(), 1);
+        return builder.CreateInsertElement(llvm::PoisonValue::get(type), v, uint64_t(0));
+    }
+
+    /// The mask of a predicated Load or Store, or null when every lane is accessed.
+    llvm::Value *predicate_mask(const Expr &predicate) {
+        if (!predicate.defined() || is_const_true(predicate)) return nullptr;
+        return codegen(predicate);
+    }
+
+    static const Ramp *dense_ramp(const Expr &index) {
+        const Ramp *r = index.as<Ramp>();
+        return r && is_const_one(r->stride) ? r : nullptr;
+    }
+
+    // ---- Entry points ----------------------------------------------------------------------
+
+    /// Checks a buffer argument and binds its host pointer and per-dimension symbols.
+    void unpack_buffer(const LoweredArgument &a, llvm::Value *buffer) {
+        Type t = a.type.element_of();
+        uint32_t packed_type = uint32_t(t.code) | uint32_t(t.bits) << 8 | uint32_t(1) << 16;
+        llvm::Value *name = builder.CreateGlobalString(a.name, a.name + ".name", 0, &module);
+        llvm::Value *code =
+            builder.CreateCall(kiln_buffer_check_fn, {buffer, name, builder.getInt32(packed_type),
+                                                      builder.getInt32(a.dimensions)});
+        return_unless(is_success(code), [&] { return code; });
+        llvm::Value *host = builder.CreateLoad(
+            ptr, builder.CreateStructGEP(buffer_type, buffer, buffer_host), a.name + ".host");
+        llvm::Value *dims =
+            builder.CreateLoad(ptr, builder.CreateStructGEP(buffer_type, buffer, buffer_dim));
+        for (int d = 0; d < a.dimensions; d++) {
+            std::string names[3] = {buffer_min_name(a.name, d), buffer_extent_name(a.name, d),
+                                    buffer_stride_name(a.name, d)};
+            for (unsigned field = 0; field < 3; field++) {
+                llvm::Value *p =
+                    builder.CreateConstInBoundsGEP2_32(dimension_type, dims, unsigned(d), field);
+                state.symbols.push(names[field], builder.CreateLoad(i32, p, names[field]));
+            }
+        }
+        state.buffers.push(a.name, host);
+    }
+
+    /// `int32_t name_argv(void **args)`: loads each argument through its pointer and calls the
+    /// typed entry point.
+    void emit_argv_wrapper(const LoweredFunc &f, llvm::Function *entry) {
+        llvm::Function *wrapper =
+            make_function(f.name + "_argv", llvm::FunctionType::get(i32, {ptr}, false),
+                          llvm::Function::ExternalLinkage);
+        state = FunctionState{};
+        state.function = wrapper;
+        builder.SetInsertPoint(new_block("entry"));
+        std::vector<llvm::Value *> args;
+        for (size_t i = 0; i < f.args.size(); i++) {
+            const LoweredArgument &a = f.args[i];
+            llvm::Value *slot = builder.CreateLoad(
+                ptr, builder.CreateConstInBoundsGEP1_32(ptr, wrapper->getArg(0), unsigned(i)));
+            if (a.kind == LoweredArgument::Buffer) {
+                args.push_back(builder.CreateLoad(ptr, slot, a.name));
+            } else {
+                args.push_back(from_memory(builder.CreateLoad(memory_type(a.type), slot), a.type));
+            }
+        }
+        builder.CreateRet(builder.CreateCall(entry, args));
+    }
+
+    // ---- Expressions -----------------------------------------------------------------------
+
+    void visit(const IntImm *op) override {
+        value = llvm::ConstantInt::getSigned(llvm_type(op->type), op->value);
+    }
+    void visit(const UIntImm *op) override {
+        value = llvm::ConstantInt::get(llvm_type(op->type), op->value);
+    }
+    void visit(const FloatImm *op) override {
+        value = llvm::ConstantFP::get(llvm_type(op->type), op->value);
+    }
+
+    void visit(const Cast *op) override {
+        llvm::Value *v = codegen(op->value);
+        value = codegen_cast(builder, v, op->value.type(), op->type, llvm_type(op->type));
+    }
+
+    void visit(const Variable *op) override {
+        const auto *v = state.symbols.find(op->name);
+        internal_assert(v, "codegen: variable '", op->name, "' is not in scope");
+        value = *v;
+    }
+
+    void visit(const Add *op) override {
+        llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+        value = op->type.is_float() ? builder.CreateFAdd(a, b) : builder.CreateAdd(a, b);
+    }
+    void visit(const Sub *op) override {
+        llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+        value = op->type.is_float() ? builder.CreateFSub(a, b) : builder.CreateSub(a, b);
+    }
+    void visit(const Mul *op) override {
+        llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+        value = op->type.is_float() ? builder.CreateFMul(a, b) : builder.CreateMul(a, b);
+    }
+
+    void visit(const Div *op) override {
+        llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+        value = codegen_div_mod(builder, op->type, a, b, as_const_int(op->b), false);
+    }
+    void visit(const Mod *op) override {
+        llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+        value = codegen_div_mod(builder, op->type, a, b, as_const_int(op->b), true);
+    }
+
+    void visit(const Min *op) override { value = min_max(op->type, op->a, op->b, true); }
+    void visit(const Max *op) override { value = min_max(op->type, op->a, op->b, false); }
+
+    llvm::Value *min_max(Type t, const Expr &ea, const Expr &eb, bool is_min) {
+        llvm::Value *a = codegen(ea), *b = codegen(eb);
+        if (t.is_float()) {
+            // Exactly select(a < b, a, b) (or >), which the IR defines, NaN included; minnum
+            // would instead drop a NaN operand.
+            llvm::Value *pick_a =
+                is_min ? builder.CreateFCmpOLT(a, b) : builder.CreateFCmpOGT(a, b);
+            return builder.CreateSelect(pick_a, a, b);
+        }
+        llvm::Intrinsic::ID id = t.is_int()
+                                     ? (is_min ? llvm::Intrinsic::smin : llvm::Intrinsic::smax)
+                                     : (is_min ? llvm::Intrinsic::umin : llvm::Intrinsic::umax);
+        return builder.CreateBinaryIntrinsic(id, a, b);
+    }
+
+    /// Floats compare ordered (false on NaN) except !=, which is true on NaN as in IEEE and C.
+    llvm::Value *compare(const Expr &ea, const Expr &eb, llvm::CmpInst::Predicate float_predicate,
+                         llvm::CmpInst::Predicate signed_predicate,
+                         llvm::CmpInst::Predicate unsigned_predicate) {
+        Type t = ea.type();
+        llvm::Value *a = codegen(ea), *b = codegen(eb);
+        auto p = t.is_float() ? float_predicate
+                 : t.is_int() ? signed_predicate
+                              : unsigned_predicate;
+        return builder.CreateCmp(p, a, b);
+    }
+
+    void visit(const EQ *op) override {
+        value = compare(op->a, op->b, llvm::CmpInst::FCMP_OEQ, llvm::CmpInst::ICMP_EQ,
+                        llvm::CmpInst::ICMP_EQ);
+    }
+    void visit(const NE *op) override {
+        value = compare(op->a, op->b, llvm::CmpInst::FCMP_UNE, llvm::CmpInst::ICMP_NE,
+                        llvm::CmpInst::ICMP_NE);
+    }
+    void visit(const LT *op) override {
+        value = compare(op->a, op->b, llvm::CmpInst::FCMP_OLT, llvm::CmpInst::ICMP_SLT,
+                        llvm::CmpInst::ICMP_ULT);
+    }
+    void visit(const LE *op) override {
+        value = compare(op->a, op->b, llvm::CmpInst::FCMP_OLE, llvm::CmpInst::ICMP_SLE,
+                        llvm::CmpInst::ICMP_ULE);
+    }
+    void visit(const GT *op) override {
+        value = compare(op->a, op->b, llvm::CmpInst::FCMP_OGT, llvm::CmpInst::ICMP_SGT,
+                        llvm::CmpInst::ICMP_UGT);
+    }
+    void visit(const GE *op) override {
+        value = compare(op->a, op->b, llvm::CmpInst::FCMP_OGE, llvm::CmpInst::ICMP_SGE,
+                        llvm::CmpInst::ICMP_UGE);
+    }
+
+    void visit(const And *op) override {
+        llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+        value = builder.CreateAnd(a, b);
+    }
+    void visit(const Or *op) override {
+        llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+        value = builder.CreateOr(a, b);
+    }
+    void visit(const Not *op) override { value = builder.CreateNot(codegen(op->a)); }
+
+    void visit(const Select *op) override {
+        llvm::Value *c = codegen(op->condition);
+        llvm::Value *t = codegen(op->true_value), *f = codegen(op->false_value);
+        value = builder.CreateSelect(c, t, f);
+    }
+
+    void visit(const Load *op) override {
+        Type t = op->type;
+        llvm::Value *base = buffer_pointer(op->name);
+        llvm::Type *element = memory_type(t.element_of());
+        llvm::Type *type = memory_type(t);
+        llvm::Align align(t.bytes());
+        llvm::Value *mask = predicate_mask(op->predicate);
+        llvm::Value *zero = llvm::Constant::getNullValue(type);
+        llvm::Value *loaded;
+        if (t.is_scalar()) {
+            llvm::Value *p = builder.CreateGEP(element, base, codegen(op->index));
+            if (mask) {
+                auto *one = llvm::FixedVectorType::get(element, 1);
+                loaded = builder.CreateMaskedLoad(one, p, align, one_lane(mask),
+                                                  llvm::Constant::getNullValue(one));
+                loaded = builder.CreateExtractElement(loaded, uint64_t(0));
+            } else {
+                loaded = builder.CreateAlignedLoad(element, p, align);
+            }
+        } else if (const Ramp *ramp = dense_ramp(op->index)) {
+            llvm::Value *p = builder.CreateGEP(element, base, codegen(ramp->base));
+            if (mask) {
+                loaded = builder.CreateMaskedLoad(type, p, align, mask, zero);
+            } else {
+                loaded = builder.CreateAlignedLoad(type, p, align);
+            }
+        } else if (const Broadcast *b = op->index.as<Broadcast>(); b && !mask) {
+            llvm::Value *p = builder.CreateGEP(element, base, codegen(b->value));
+            loaded =
+                builder.CreateVectorSplat(t.lanes, builder.CreateAlignedLoad(element, p, align));
+        } else {
+            llvm::Value *pointers = builder.CreateGEP(element, base, codegen(op->index));
+            loaded = builder.CreateMaskedGather(type, pointers, align, mask, zero);
+        }
+        value = from_memory(loaded, t);
+    }
+
+    void visit(const Ramp *op) override {
+        llvm::Value *base = codegen(op->base), *stride = codegen(op->stride);
+        Type t = op->base.type();
+        std::vector<llvm::Constant *> lanes;
+        for (int i = 0; i < op->lanes; i++) {
+            lanes.push_back(t.is_float() ? llvm::ConstantFP::get(llvm_type(t), double(i))
+                                         : llvm::ConstantInt::get(llvm_type(t), uint64_t(i)));
+        }
+        llvm::Value *iota = llvm::ConstantVector::get(lanes);
+        llvm::Value *b = builder.CreateVectorSplat(op->lanes, base);
+        llvm::Value *s = builder.CreateVectorSplat(op->lanes, stride);
+        value = t.is_float() ? builder.CreateFAdd(b, builder.CreateFMul(s, iota))
+                             : builder.CreateAdd(b, builder.CreateMul(s, iota));
+    }
+
+    void visit(const Broadcast *op) override {
+        value = builder.CreateVectorSplat(op->lanes, codegen(op->value));
+    }
+
+    void visit(const Let *op) override {
+        llvm::Value *v = codegen(op->value);
+        if (!llvm::isa<llvm::Constant>(v) && !v->hasName()) v->setName(op->name);
+        state.symbols.push(op->name, v);
+        llvm::Value *body = codegen(op->body);
+        state.symbols.pop(op->name);
+        value = body;
+    }
+
+    void visit(const Call *op) override {
+        internal_assert(op->call_type == Call::Math || op->call_type == Call::Intrinsic,
+                        "codegen: call to ", op->name, " should have been lowered to a Load");
+        if (op->call_type == Call::Intrinsic && op->name == intrinsic::likely) {
+            internal_assert(op->args.size() == 1, "codegen: likely takes one argument");
+            value = codegen(op->args[0]);
+            return;
+        }
+        internal_assert(op->call_type == Call::Math || op->name == intrinsic::abs ||
+                            op->name == intrinsic::fma,
+                        "codegen: unknown intrinsic '", op->name, "'");
+        internal_assert(!op->args.empty(), "codegen: ", op->name, " without arguments");
+        std::vector<llvm::Value *> args;
+        for (const Expr &a : op->args) {
+            args.push_back(codegen(a));
+        }
+        value = codegen_math_call(builder, op->name, op->type, op->args[0].type(), args);
+    }
+
+    // ---- Statements ------------------------------------------------------------------------
+
+    void visit(const LetStmt *op) override {
+        llvm::Value *v = codegen(op->value);
+        if (!llvm::isa<llvm::Constant>(v) && !v->hasName()) v->setName(op->name);
+        state.symbols.push(op->name, v);
+        codegen(op->body);
+        state.symbols.pop(op->name);
+    }
+
+    void visit(const AssertStmt *op) override {
+        llvm::Value *ok = codegen(op->condition);
+        return_unless(ok,
+                      [&] { return call_kiln_error(kiln_error_assertion_failed, op->message); });
+    }
+
+    void visit(const For *op) override {
+        internal_assert(op->for_type != ForType::GPUBlock && op->for_type != ForType::GPUThread,
+                        "codegen: GPU loop '", op->name, "' reached the CPU backend");
+        if (op->for_type == ForType::Parallel) {
+            parallel_for(op);
+        } else {
+            serial_for(op);
+        }
+    }
+
+    void serial_for(const For *op) {
+        llvm::Value *min = codegen(op->min), *extent = codegen(op->extent);
+        llvm::Value *end = builder.CreateAdd(min, extent, op->name + ".end");
+        llvm::BasicBlock *preheader = builder.GetInsertBlock();
+        llvm::BasicBlock *header = new_block(op->name + ".header");
+        llvm::BasicBlock *body = new_block(op->name + ".body");
+        llvm::BasicBlock *after = new_block(op->name + ".after");
+        builder.CreateBr(header);
+        builder.SetInsertPoint(header);
+        llvm::PHINode *i = builder.CreatePHI(i32, 2, op->name);
+        i->addIncoming(min, preheader);
+        builder.CreateCondBr(builder.CreateICmpSLT(i, end), body, after);
+        builder.SetInsertPoint(body);
+        state.symbols.push(op->name, i);
+        codegen(op->body);
+        state.symbols.pop(op->name);
+        // i < end <= INT32_MAX here, so the increment cannot overflow: nsw is a fact, and it
+        // lets LLVM widen and vectorize the induction variable.
+        i->addIncoming(builder.CreateNSWAdd(i, builder.getInt32(1)), builder.GetInsertBlock());
+        builder.CreateBr(header);
+        builder.SetInsertPoint(after);
+    }
+
+    /// The body becomes `int32_t task(void *user_context, int32_t index, uint8_t *closure)`,
+    /// where the closure struct holds every scalar and buffer pointer the body uses.
+    void parallel_for(const For *op) {
+        llvm::Value *min = codegen(op->min), *extent = codegen(op->extent);
+        CollectNames names;
+        names.include(op->body);
+        std::vector<std::pair<std::string, llvm::Value *>> variables, buffers;
+        std::vector<llvm::Type *> fields;
+        for (const std::string &n : names.variables) {
+            if (const auto *v = state.symbols.find(n); v && n != op->name) {
+                variables.emplace_back(n, *v);
+                fields.push_back((*v)->getType());
+            }
+        }
+        for (const std::string &n : names.buffers) {
+            if (const auto *v = state.buffers.find(n)) {
+                buffers.emplace_back(n, *v);
+                fields.push_back(ptr);
+            }
+        }
+        auto *closure_type = llvm::StructType::get(context, fields);
+        llvm::Value *closure = entry_alloca(closure_type, std::nullopt, op->name + ".closure");
+        unsigned field = 0;
+        for (const auto &[n, v] : variables) {
+            builder.CreateStore(v, builder.CreateStructGEP(closure_type, closure, field++));
+        }
+        for (const auto &[n, v] : buffers) {
+            builder.CreateStore(v, builder.CreateStructGEP(closure_type, closure, field++));
+        }
+
+        auto *task_type = llvm::FunctionType::get(i32, {ptr, i32, ptr}, false);
+        llvm::Function *task =
+            make_function(state.function->getName().str() + "." + op->name + ".task", task_type,
+                          llvm::Function::InternalLinkage);
+        FunctionState outer = std::move(state);
+        llvm::IRBuilderBase::InsertPoint outer_point = builder.saveIP();
+        state = FunctionState{};
+        state.function = task;
+        builder.SetInsertPoint(new_block("entry"));
+        llvm::Value *env = task->getArg(2);
+        field = 0;
+        for (const auto &[n, v] : variables) {
+            llvm::Value *p = builder.CreateStructGEP(closure_type, env, field++);
+            state.symbols.push(n, builder.CreateLoad(v->getType(), p, n));
+        }
+        for (const auto &[n, v] : buffers) {
+            llvm::Value *p = builder.CreateStructGEP(closure_type, env, field++);
+            state.buffers.push(n, builder.CreateLoad(ptr, p, n));
+        }
+        task->getArg(1)->setName(op->name);
+        state.symbols.push(op->name, task->getArg(1));
+        codegen(op->body);
+        builder.CreateRet(builder.getInt32(kiln_success));
+        state = std::move(outer);
+        builder.restoreIP(outer_point);
+
+        llvm::Value *code =
+            builder.CreateCall(kiln_parallel_for_fn,
+                               {llvm::ConstantPointerNull::get(ptr), task, min, extent, closure});
+        return_unless(is_success(code), [&] { return code; });
+    }
+
+    void visit(const Provide *op) override {
+        internal_error("codegen: Provide to '", op->name,
+                       "' should have been flattened to a Store");
+    }
+
+    void visit(const Realize *op) override {
+        internal_error("codegen: Realize of '", op->name,
+                       "' should have been flattened to an Allocate");
+    }
+
+    void visit(const Store *op) override {
+        Type t = op->value.type();
+        llvm::Value *v = to_memory(codegen(op->value), t);
+        llvm::Value *base = buffer_pointer(op->name);
+        llvm::Type *element = memory_type(t.element_of());
+        llvm::Align align(t.bytes());
+        llvm::Value *mask = predicate_mask(op->predicate);
+        if (t.is_scalar()) {
+            llvm::Value *p = builder.CreateGEP(element, base, codegen(op->index));
+            if (mask) {
+                builder.CreateMaskedStore(one_lane(v), p, align, one_lane(mask));
+            } else {
+                builder.CreateAlignedStore(v, p, align);
+            }
+        } else if (const Ramp *ramp = dense_ramp(op->index)) {
+            llvm::Value *p = builder.CreateGEP(element, base, codegen(ramp->base));
+            if (mask) {
+                builder.CreateMaskedStore(v, p, align, mask);
+            } else {
+                builder.CreateAlignedStore(v, p, align);
+            }
+        } else {
+            // Lanes that share an address are written in lane order, so the last one wins.
+            llvm::Value *pointers = builder.CreateGEP(element, base, codegen(op->index));
+            builder.CreateMaskedScatter(v, pointers, align, mask);
+        }
+    }
+
+    void visit(const Allocate *op) override {
+        internal_assert(op->memory_type != MemoryType::GPUShared,
+                        "codegen: GPU shared allocation '", op->name, "' reached the CPU backend");
+        int64_t element_bytes = int64_t(op->type.bytes()) * op->type.lanes;
+        std::optional<int64_t> constant_bytes = element_bytes;
+        for (const Expr &e : op->extents) {
+            std::optional<int64_t> extent = as_const_int(e);
+            if (!extent) {
+                constant_bytes.reset();
+                break;
+            }
+            *constant_bytes *= std::max<int64_t>(*extent, 0);
+        }
+        MemoryType m = op->memory_type;
+        bool on_stack =
+            constant_bytes && (m == MemoryType::Stack || m == MemoryType::Register ||
+                               (m == MemoryType::Auto && *constant_bytes <= max_auto_stack_bytes));
+        llvm::Value *p;
+        if (on_stack) {
+            int64_t bytes = std::max<int64_t>(*constant_bytes, 1);
+            auto *array = llvm::ArrayType::get(builder.getInt8Ty(), uint64_t(bytes));
+            llvm::Align align(bytes >= 64 ? 64 : op->type.bytes());
+            p = entry_alloca(array, align, op->name);
+        } else {
+            llvm::Value *bytes = builder.getInt64(element_bytes);
+            for (const Expr &e : op->extents) {
+                bytes =
+                    builder.CreateMul(bytes, builder.CreateSExt(codegen(e), builder.getInt64Ty()));
+            }
+            bytes =
+                builder.CreateBinaryIntrinsic(llvm::Intrinsic::smax, bytes, builder.getInt64(0));
+            if (op->condition.defined()) {
+                bytes = builder.CreateSelect(codegen(op->condition), bytes, builder.getInt64(0));
+            }
+            p = builder.CreateCall(kiln_malloc_fn, {bytes}, op->name);
+            return_unless(builder.CreateIsNotNull(p), [&] {
+                return call_kiln_error(kiln_error_out_of_memory,
+                                       "out of memory allocating '" + op->name + "'");
+            });
+            state.heap_allocations.push_back(p);
+        }
+        state.buffers.push(op->name, p);
+        codegen(op->body);
+        state.buffers.pop(op->name);
+        if (!on_stack) {
+            builder.CreateCall(kiln_free_fn, {p});
+            state.heap_allocations.pop_back();
+        }
+    }
+
+    // The enclosing Allocate frees its block when its body ends (and on error returns).
+    void visit(const Free *) override {}
+
+    void visit(const Block *op) override {
+        codegen(op->first);
+        codegen(op->rest);
+    }
+
+    void visit(const IfThenElse *op) override {
+        llvm::Value *condition = codegen(op->condition);
+        const Call *c = op->condition.as<Call>();
+        bool likely = c && c->call_type == Call::Intrinsic && c->name == intrinsic::likely;
+        llvm::BasicBlock *then_block = new_block("then");
+        llvm::BasicBlock *else_block = op->else_case.defined() ? new_block("else") : nullptr;
+        llvm::BasicBlock *after = new_block("after");
+        builder.CreateCondBr(condition, then_block, else_block ? else_block : after,
+                             likely ? llvm::MDBuilder(context).createLikelyBranchWeights()
+                                    : nullptr);
+        builder.SetInsertPoint(then_block);
+        codegen(op->then_case);
+        builder.CreateBr(after);
+        if (else_block) {
+            builder.SetInsertPoint(else_block);
+            codegen(op->else_case);
+            builder.CreateBr(after);
+        }
+        builder.SetInsertPoint(after);
+    }
+
+    void visit(const Evaluate *op) override { codegen(op->value); }
+
+    void visit(const ProducerConsumer *op) override { codegen(op->body); }
+};
+
+} // namespace
+
+LLVMModule compile_to_llvm_module(const LoweredFunc &f, const Target &t) {
+    internal_assert(!f.name.empty(), "codegen: the lowered function has no name");
+    internal_assert(f.body.defined(), "codegen: function '", f.name, "' has no body");
+    auto m = std::make_unique<LLVMModule::Impl>();
+    m->name = f.name;
+    m->target = t;
+    m->target_machine = make_target_machine(t);
+    m->context = std::make_unique<llvm::LLVMContext>();
+    m->module = std::make_unique<llvm::Module>(f.name, *m->context);
+    m->module->setTargetTriple(t.triple);
+    m->module->setDataLayout(m->target_machine->createDataLayout());
+    CodeGen(t, *m->module).compile(f);
+    std::string problems;
+    llvm::raw_string_ostream out(problems);
+    bool broken = llvm::verifyModule(*m->module, &out);
+    internal_assert(!broken, "codegen: invalid LLVM IR for '", f.name, "': ", out.str());
+    optimize_module(*m->module, *m->target_machine);
+    return LLVMModule(std::move(m));
+}
+
+} // namespace kiln

@@ -1,0 +1,94 @@
+#include "codegen/Target.h"
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/TargetParser/Host.h>
+
+#include "lang/Error.h"
+
+namespace kiln {
+
+namespace {
+
+std::vector<std::string> split(const std::string &text, char separator) {
+    std::vector<std::string> parts;
+    std::stringstream stream(text);
+    std::string part;
+    while (std::getline(stream, part, separator)) {
+        if (!part.empty()) parts.push_back(part);
+    }
+    return parts;
+}
+
+int vector_bits_for(const Target &t) {
+    if (t.has_feature("avx512f")) return 512;
+    if (t.has_feature("avx")) return 256;
+    return 128;
+}
+
+} // namespace
+
+Target Target::host() {
+    Target t;
+    t.triple = llvm::sys::getProcessTriple();
+    t.cpu = llvm::sys::getHostCPUName().str();
+    // Disabled features are kept too: a virtual machine may hide features the CPU model implies.
+    std::vector<std::string> features;
+    for (const auto &feature : llvm::sys::getHostCPUFeatures()) {
+        features.push_back((feature.getValue() ? "+" : "-") + feature.getKey().str());
+    }
+    std::sort(features.begin(), features.end(),
+              [](const std::string &a, const std::string &b) { return a.substr(1) < b.substr(1); });
+    for (const std::string &f : features)
+        t.features += (t.features.empty() ? "" : ",") + f;
+    t.vector_bits = vector_bits_for(t);
+    return t;
+}
+
+bool Target::has_feature(const std::string &name) const {
+    std::vector<std::string> list = split(features, ',');
+    return std::find(list.begin(), list.end(), "+" + name) != list.end();
+}
+
+std::string Target::to_string() const {
+    return "triple=" + triple + ";cpu=" + cpu + ";features=" + features +
+           ";vector_bits=" + std::to_string(vector_bits) + ";fast_math=" + (fast_math ? "1" : "0");
+}
+
+Target Target::from_string(const std::string &text) {
+    Target t;
+    for (const std::string &item : split(text, ';')) {
+        size_t eq = item.find('=');
+        if (eq == std::string::npos) {
+            user_error("target '", text, "': expected key=value, got '", item, "'");
+        }
+        std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+        if (key == "triple") {
+            t.triple = value;
+        } else if (key == "cpu") {
+            t.cpu = value;
+        } else if (key == "features") {
+            t.features = value;
+        } else if (key == "vector_bits") {
+            if (value != "128" && value != "256" && value != "512") {
+                user_error("target '", text, "': vector_bits must be 128, 256 or 512, got '", value,
+                           "'");
+            }
+            t.vector_bits = std::stoi(value);
+        } else if (key == "fast_math") {
+            if (value != "0" && value != "1") {
+                user_error("target '", text, "': fast_math must be 0 or 1, got '", value, "'");
+            }
+            t.fast_math = value == "1";
+        } else {
+            user_error("target '", text, "': unknown key '", key,
+                       "' (known: triple, cpu, features, vector_bits, fast_math)");
+        }
+    }
+    return t;
+}
+
+} // namespace kiln

@@ -1,0 +1,36 @@
+// The machine a pipeline is compiled for: an LLVM triple, CPU and feature string, the natural
+// vector width, and whether floating point may be relaxed. Its string form is stable, so it can
+// key caches and tuning records.
+#pragma once
+
+#include <string>
+
+namespace kiln {
+
+struct Target {
+    std::string triple;   ///< LLVM target triple, e.g. "x86_64-unknown-linux-gnu"
+    std::string cpu;      ///< LLVM CPU name, e.g. "skylake-avx512"
+    std::string features; ///< LLVM feature string, sorted: "+avx2,+avx512f,-sse4a,..."
+    /// Allows reassociation, contraction into fused multiply-add and ignoring NaN and infinity.
+    bool fast_math = false;
+    /// The widest vector register in bits (512 with AVX-512, 256 with AVX, else 128).
+    int vector_bits = 128;
+
+    /// The machine this process runs on.
+    static Target host();
+
+    /// Whether features enables the named feature, e.g. has_feature("avx512f").
+    bool has_feature(const std::string &name) const;
+
+    /// The stable text form:
+    /// "triple=...;cpu=...;features=...;vector_bits=512;fast_math=0".
+    std::string to_string() const;
+
+    /// Parses the text form of to_string(); keys may come in any order and missing ones keep
+    /// their defaults. Raises CompileError on an unknown key or a malformed value.
+    static Target from_string(const std::string &text);
+
+    bool operator==(const Target &o) const = default;
+};
+
+} // namespace kiln

@@ -1,0 +1,222 @@
+// Func: a function over an integer grid, defined by a pure definition and any number of update
+// definitions. `f(x, y) = ...` defines it; `f(x, y) += ...`, `f(r.x) = max(f(r.x), ...)` update it.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "lang/Buffer.h"
+#include "lang/Directive.h"
+#include "lang/Function.h"
+#include "lang/IR.h"
+#include "lang/Var.h"
+
+namespace kiln {
+
+class Func;
+
+/// A variable named in a schedule: a pure Var or an RVar.
+class VarOrRVar {
+public:
+    VarOrRVar(const Var &v) : var_name(v.name()), rvar(false) {}
+    VarOrRVar(const RVar &r) : var_name(r.name()), rvar(true) {}
+    VarOrRVar(const RDom &r) : VarOrRVar(RVar(r)) {}
+    VarOrRVar(const std::string &name, bool is_rvar) : var_name(name), rvar(is_rvar) {}
+    const std::string &name() const { return var_name; }
+    bool is_rvar() const { return rvar; }
+
+private:
+    std::string var_name;
+    bool rvar;
+};
+
+/// Several values computed together at each point (for argmax and multi-output Funcs).
+class Tuple {
+public:
+    Tuple(std::initializer_list<Expr> values) : exprs(values) {}
+    explicit Tuple(std::vector<Expr> values) : exprs(std::move(values)) {}
+    const Expr &operator[](size_t i) const;
+    size_t size() const { return exprs.size(); }
+    const std::vector<Expr> &as_vector() const { return exprs; }
+
+private:
+    std::vector<Expr> exprs;
+};
+
+/// `f(args)` on the left or right of a definition.
+class FuncRef {
+public:
+    FuncRef(FunctionPtr f, std::vector<Expr> args) : func(std::move(f)), args(std::move(args)) {}
+
+    /// Defines the Func (pure definition) or adds an update definition.
+    FuncRef &operator=(const Expr &e);
+    FuncRef &operator=(const Tuple &t);
+    FuncRef &operator=(const FuncRef &other);
+    /// Update definitions; without a pure definition the initial value is the identity
+    /// (0 for += and -=, 1 for *= and /=).
+    FuncRef &operator+=(const Expr &e);
+    FuncRef &operator-=(const Expr &e);
+    FuncRef &operator*=(const Expr &e);
+    FuncRef &operator/=(const Expr &e);
+
+    /// The value at this site; the Func must be defined and single-valued.
+    operator Expr() const;
+    /// One value of a multi-valued Func.
+    Expr operator[](int i) const;
+
+private:
+    FunctionPtr func;
+    std::vector<Expr> args;
+
+    void define(std::vector<Expr> values);
+    void update_with(const Expr &e, const char *op, int identity);
+};
+
+/// A stage of a Func: its pure definition (index 0) or update i (index i + 1). Schedules of
+/// update definitions are written on stages.
+class Stage {
+public:
+    Stage(FunctionPtr f, int index) : func(std::move(f)), index(index) {}
+    const FunctionPtr &function() const { return func; }
+    int stage_index() const { return index; }
+    /// "f" for the pure definition, "f.update(0)" for the first update.
+    std::string name() const;
+
+    // Loop transformations of this stage (recorded as directives; see lang/Directive.h).
+    Stage &split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner, int factor,
+                 TailStrategy tail = TailStrategy::Auto);
+    Stage &fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused);
+    /// Loop order, innermost first (as in Halide).
+    Stage &reorder(const std::vector<VarOrRVar> &vars);
+    template <typename... Vs>
+    Stage &reorder(const VarOrRVar &a, const VarOrRVar &b, const Vs &...rest) {
+        return reorder(std::vector<VarOrRVar>{a, b, VarOrRVar(rest)...});
+    }
+    Stage &tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
+                const VarOrRVar &xi, const VarOrRVar &yi, int xfactor, int yfactor,
+                TailStrategy tail = TailStrategy::Auto);
+    /// Tiles in place: the outer loops keep the names x and y.
+    Stage &tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi, const VarOrRVar &yi,
+                int xfactor, int yfactor, TailStrategy tail = TailStrategy::Auto);
+    Stage &tile(const std::vector<VarOrRVar> &vars, const std::vector<VarOrRVar> &outers,
+                const std::vector<VarOrRVar> &inners, const std::vector<int> &factors,
+                TailStrategy tail = TailStrategy::Auto);
+    Stage &vectorize(const VarOrRVar &var);
+    /// Splits by the factor and vectorizes the inner loop.
+    Stage &vectorize(const VarOrRVar &var, int factor, TailStrategy tail = TailStrategy::Auto);
+    Stage &unroll(const VarOrRVar &var);
+    Stage &unroll(const VarOrRVar &var, int factor, TailStrategy tail = TailStrategy::Auto);
+    Stage &parallel(const VarOrRVar &var);
+    Stage &serial(const VarOrRVar &var);
+    /// Splits an associative reduction: the RVar r becomes the pure Var v of a new intermediate
+    /// Func that reduces over the remaining RVars; this stage then reduces the intermediate
+    /// over r. Returns the intermediate, to be scheduled on its own.
+    Func rfactor(const RVar &r, const Var &v, const std::string &name = "");
+
+private:
+    Stage &record(const std::string &primitive, const std::vector<VarOrRVar> &vars,
+                  const std::vector<int64_t> &ints = {}, const std::string &option = "",
+                  const std::string &target = "");
+
+private:
+    FunctionPtr func;
+    int index;
+};
+
+class Func {
+public:
+    /// A Func with a unique name.
+    Func();
+    explicit Func(const std::string &name);
+    /// A handle to existing function contents (used by compute() and the reducers).
+    explicit Func(FunctionPtr f) : contents(std::move(f)) {}
+
+    const std::string &name() const { return contents->name; }
+    bool defined() const { return contents->has_pure_definition(); }
+    int dimensions() const { return contents->dimensions(); }
+    const std::vector<std::string> &args() const { return contents->args; }
+    /// The pure variables as Vars.
+    std::vector<Var> vars() const;
+    const std::vector<Type> &output_types() const { return contents->output_types; }
+    Type output_type() const;
+    int num_values() const { return int(contents->output_types.size()); }
+    int num_updates() const { return int(contents->updates.size()); }
+    const Definition &definition() const { return contents->init; }
+    const Definition &update_definition(int i) const;
+    /// The value of a single-valued pure definition.
+    Expr value() const;
+    const FunctionPtr &function() const { return contents; }
+
+    /// The stage of update i, for scheduling.
+    Stage update(int i = 0) const;
+
+    /// A reference to the Func at a site, for defining or calling it.
+    FuncRef operator()(std::vector<Expr> args) const;
+    template <typename... Args>
+    FuncRef operator()(Args... args) const {
+        return (*this)(std::vector<Expr>{Expr(args)...});
+    }
+
+    /// Readable definitions of this Func and every Func it calls, producers first.
+    std::string to_string() const;
+
+    /// Compiles the pipeline ending at this Func for the host (cached) and evaluates it over
+    /// [0, extents). Defined by the compiler (codegen/Pipeline.cpp), so it needs the `kiln`
+    /// library, not only `kiln_lang`.
+    BufferBase realize(const std::vector<int> &extents) const;
+
+    // Scheduling the pure definition: the same loop transformations as Stage.
+    Func &split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner, int factor,
+                TailStrategy tail = TailStrategy::Auto);
+    Func &fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused);
+    Func &reorder(const std::vector<VarOrRVar> &vars);
+    template <typename... Vs>
+    Func &reorder(const VarOrRVar &a, const VarOrRVar &b, const Vs &...rest) {
+        return reorder(std::vector<VarOrRVar>{a, b, VarOrRVar(rest)...});
+    }
+    Func &tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
+               const VarOrRVar &xi, const VarOrRVar &yi, int xfactor, int yfactor,
+               TailStrategy tail = TailStrategy::Auto);
+    Func &tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi, const VarOrRVar &yi,
+               int xfactor, int yfactor, TailStrategy tail = TailStrategy::Auto);
+    Func &tile(const std::vector<VarOrRVar> &vars, const std::vector<VarOrRVar> &outers,
+               const std::vector<VarOrRVar> &inners, const std::vector<int> &factors,
+               TailStrategy tail = TailStrategy::Auto);
+    Func &vectorize(const VarOrRVar &var);
+    Func &vectorize(const VarOrRVar &var, int factor, TailStrategy tail = TailStrategy::Auto);
+    Func &unroll(const VarOrRVar &var);
+    Func &unroll(const VarOrRVar &var, int factor, TailStrategy tail = TailStrategy::Auto);
+    Func &parallel(const VarOrRVar &var);
+    Func &serial(const VarOrRVar &var);
+
+    // Where and how the Func is computed and stored.
+    /// Computes the Func inside the loop `var` of `consumer`, as much as that iteration needs.
+    Func &compute_at(const Func &consumer, const VarOrRVar &var);
+    /// Allocates the Func's storage at the loop `var` of `consumer` (outside its compute level).
+    Func &store_at(const Func &consumer, const VarOrRVar &var);
+    Func &compute_root();
+    Func &store_root();
+    /// Substitutes the definition into every use (the default for pure Funcs).
+    Func &compute_inline();
+    /// Storage order of the dimensions, innermost first.
+    Func &reorder_storage(const std::vector<Var> &vars);
+    template <typename... Vs>
+    Func &reorder_storage(const Var &a, const Var &b, const Vs &...rest) {
+        return reorder_storage(std::vector<Var>{a, b, Var(rest)...});
+    }
+    /// Promises that only [min, min + extent) of dimension var is ever needed (checked at run
+    /// time for outputs), fixing the loop bounds.
+    Func &bound(const Var &var, int min, int extent);
+    Func &store_in(MemoryType memory_type);
+
+    /// The scheduling calls made on this Func so far.
+    const std::vector<Directive> &directives() const { return contents->directives; }
+
+private:
+    FunctionPtr contents;
+};
+
+std::ostream &operator<<(std::ostream &s, const Func &f);
+
+} // namespace kiln

@@ -1,0 +1,416 @@
+// The scheduling methods of Func and Stage. They check what can be checked without a loop nest
+// and record a Directive; schedule/ validates directives against the loop nest when lowering.
+// rfactor is the exception: it rewrites the algorithm (as in Halide), so it is done here.
+#include <algorithm>
+#include <atomic>
+
+#include "lang/Error.h"
+#include "lang/Func.h"
+#include "lang/IREquality.h"
+#include "lang/IRMutator.h"
+#include "lang/IROperator.h"
+#include "lang/IRPrinter.h"
+
+namespace kiln {
+
+const char *tail_strategy_name(TailStrategy t) {
+    switch (t) {
+    case TailStrategy::Auto: return "Auto";
+    case TailStrategy::GuardWithIf: return "GuardWithIf";
+    case TailStrategy::ShiftInwards: return "ShiftInwards";
+    case TailStrategy::RoundUp: return "RoundUp";
+    }
+    return "?";
+}
+
+bool parse_tail_strategy(const std::string &s, TailStrategy *out) {
+    for (TailStrategy t : {TailStrategy::Auto, TailStrategy::GuardWithIf,
+                           TailStrategy::ShiftInwards, TailStrategy::RoundUp}) {
+        if (s == tail_strategy_name(t)) {
+            *out = t;
+            return true;
+        }
+    }
+    return false;
+}
+
+int64_t next_directive_sequence() {
+    static std::atomic<int64_t> counter{1};
+    return counter++;
+}
+
+namespace {
+void check_factor(const Stage &s, const char *primitive, const VarOrRVar &v, int64_t factor) {
+    if (factor <= 0) {
+        user_error(primitive, ": factor for '", v.name(), "' of '", s.name(),
+                   "' must be a positive constant, got ", factor);
+    }
+}
+} // namespace
+
+Stage &Stage::record(const std::string &primitive, const std::vector<VarOrRVar> &vars,
+                     const std::vector<int64_t> &ints, const std::string &option,
+                     const std::string &target) {
+    if (!func->has_pure_definition()) {
+        user_error(primitive, ": Func '", func->name, "' has no definition to schedule yet");
+    }
+    Directive d;
+    d.func = func->name;
+    d.stage = index;
+    d.primitive = primitive;
+    for (const VarOrRVar &v : vars) {
+        d.vars.push_back(v.name());
+        d.is_rvar.push_back(v.is_rvar());
+    }
+    d.ints = ints;
+    d.option = option;
+    d.target = target;
+    d.sequence = next_directive_sequence();
+    func->directives.push_back(std::move(d));
+    return *this;
+}
+
+Stage &Stage::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner,
+                    int factor, TailStrategy tail) {
+    check_factor(*this, "split", old, factor);
+    if (outer.name() == inner.name()) {
+        user_error("split of '", old.name(), "' in '", name(), "': the outer and inner names are "
+                   "both '", outer.name(), "'; give them different names");
+    }
+    return record("split", {old, outer, inner}, {factor}, tail_strategy_name(tail));
+}
+
+Stage &Stage::fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused) {
+    return record("fuse", {inner, outer, fused});
+}
+
+Stage &Stage::reorder(const std::vector<VarOrRVar> &vars) {
+    for (size_t i = 0; i < vars.size(); i++) {
+        for (size_t j = 0; j < i; j++) {
+            if (vars[i].name() == vars[j].name()) {
+                user_error("reorder of '", name(), "': '", vars[i].name(),
+                           "' is named twice; name each loop once");
+            }
+        }
+    }
+    return record("reorder", vars);
+}
+
+Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo,
+                   const VarOrRVar &yo, const VarOrRVar &xi, const VarOrRVar &yi, int xfactor,
+                   int yfactor, TailStrategy tail) {
+    split(x, xo, xi, xfactor, tail);
+    split(y, yo, yi, yfactor, tail);
+    return reorder({xi, yi, xo, yo});
+}
+
+Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi,
+                   const VarOrRVar &yi, int xfactor, int yfactor, TailStrategy tail) {
+    return tile(x, y, x, y, xi, yi, xfactor, yfactor, tail);
+}
+
+Stage &Stage::tile(const std::vector<VarOrRVar> &vars, const std::vector<VarOrRVar> &outers,
+                   const std::vector<VarOrRVar> &inners, const std::vector<int> &factors,
+                   TailStrategy tail) {
+    size_t n = vars.size();
+    if (outers.size() != n || inners.size() != n || factors.size() != n) {
+        user_error("tile of '", name(), "': got ", n, " vars, ", outers.size(), " outer names, ",
+                   inners.size(), " inner names and ", factors.size(),
+                   " factors; give the same number of each");
+    }
+    for (size_t i = 0; i < n; i++) split(vars[i], outers[i], inners[i], factors[i], tail);
+    std::vector<VarOrRVar> order(inners);
+    order.insert(order.end(), outers.begin(), outers.end());
+    return reorder(order);
+}
+
+Stage &Stage::vectorize(const VarOrRVar &var) { return record("vectorize", {var}); }
+
+Stage &Stage::vectorize(const VarOrRVar &var, int factor, TailStrategy tail) {
+    check_factor(*this, "vectorize", var, factor);
+    VarOrRVar inner(var.name() + "_vi", var.is_rvar());
+    split(var, var, inner, factor, tail);
+    return vectorize(inner);
+}
+
+Stage &Stage::unroll(const VarOrRVar &var) { return record("unroll", {var}); }
+
+Stage &Stage::unroll(const VarOrRVar &var, int factor, TailStrategy tail) {
+    check_factor(*this, "unroll", var, factor);
+    VarOrRVar inner(var.name() + "_ui", var.is_rvar());
+    split(var, var, inner, factor, tail);
+    return unroll(inner);
+}
+
+Stage &Stage::parallel(const VarOrRVar &var) { return record("parallel", {var}); }
+Stage &Stage::serial(const VarOrRVar &var) { return record("serial", {var}); }
+
+namespace {
+
+/// Recognizes an update `f(args) = op(f(args), e)` and returns op's name and e.
+bool match_associative(const FunctionContents &f, const Definition &d, std::string *op,
+                       Expr *term) {
+    if (d.values.size() != 1) return false;
+    const Expr &v = d.values[0];
+    auto is_self = [&](const Expr &e) {
+        const Call *c = e.as<Call>();
+        if (!c || c->call_type != Call::Func || c->name != f.name) return false;
+        if (c->args.size() != d.args.size()) return false;
+        for (size_t i = 0; i < d.args.size(); i++) {
+            if (!equal(c->args[i], d.args[i])) return false;
+        }
+        return true;
+    };
+    auto check = [&](const Expr &a, const Expr &b, const char *name) {
+        if (is_self(a)) {
+            *op = name;
+            *term = b;
+            return true;
+        }
+        if (is_self(b)) {
+            *op = name;
+            *term = a;
+            return true;
+        }
+        return false;
+    };
+    if (const Add *n = v.as<Add>()) return check(n->a, n->b, "+");
+    if (const Mul *n = v.as<Mul>()) return check(n->a, n->b, "*");
+    if (const Min *n = v.as<Min>()) return check(n->a, n->b, "min");
+    if (const Max *n = v.as<Max>()) return check(n->a, n->b, "max");
+    return false;
+}
+
+Expr combine(const std::string &op, const Expr &a, const Expr &b) {
+    if (op == "+") return a + b;
+    if (op == "*") return a * b;
+    if (op == "min") return min(a, b);
+    return max(a, b);
+}
+
+Expr identity(const std::string &op, Type t) {
+    if (op == "+") return make_zero(t);
+    if (op == "*") return make_one(t);
+    if (op == "min") return type_max(t);
+    return type_min(t);
+}
+
+/// Replaces RVars of one RDom by Variables of another RDom with the same names.
+class RebindRVars : public IRMutator {
+public:
+    RebindRVars(std::shared_ptr<RDomContents> from, std::shared_ptr<RDomContents> to)
+        : from(std::move(from)), to(std::move(to)) {}
+
+protected:
+    using IRMutator::visit;
+    Expr visit(const Variable *op) override {
+        if (op->rdom != from) return Expr(op);
+        for (const auto &v : to->vars) {
+            if (v.name == op->name) return Variable::make(op->type, op->name, nullptr, to);
+        }
+        return Expr(op);
+    }
+
+private:
+    std::shared_ptr<RDomContents> from, to;
+};
+
+} // namespace
+
+Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
+    FunctionContents &f = *func;
+    if (index == 0) {
+        user_error("rfactor: '", f.name, "' pure definition has no RDom; call rfactor on an "
+                   "update, e.g. ", f.name, ".update(0).rfactor(r, v)");
+    }
+    Definition &d = f.updates[index - 1];
+    std::string where = this->name();
+    if (!d.rdom) user_error("rfactor: ", where, " has no RDom to factor");
+    auto pos = std::find_if(d.rdom->vars.begin(), d.rdom->vars.end(),
+                            [&](const ReductionVariable &rv) { return rv.name == r.name(); });
+    if (pos == d.rdom->vars.end()) {
+        std::string legal;
+        for (const auto &rv : d.rdom->vars) legal += (legal.empty() ? "" : ", ") + rv.name;
+        user_error("rfactor: '", r.name(), "' is not an RVar of ", where, "; its RVars are ",
+                   legal);
+    }
+    for (size_t i = 0; i < d.args.size(); i++) {
+        const Variable *a = d.args[i].as<Variable>();
+        if (!a || a->rdom || a->name != f.args[i]) {
+            user_error("rfactor: ", where, " must write '", f.name,
+                       "' at its pure variables, but argument ", i, " is ", d.args[i]);
+        }
+    }
+    if (std::find(f.args.begin(), f.args.end(), v.name()) != f.args.end()) {
+        user_error("rfactor: '", v.name(), "' is already a pure variable of '", f.name,
+                   "'; pass a new Var");
+    }
+    std::string op;
+    Expr term;
+    if (!match_associative(f, d, &op, &term)) {
+        user_error("rfactor: ", where, " = ", d.values[0],
+                   " is not an associative update of the form f(x) = f(x) + e (or *, min, max)");
+    }
+
+    // The intermediate reduces over the remaining RVars, with r turned into the pure Var v.
+    auto rest = std::make_shared<RDomContents>();
+    rest->name = d.rdom->name + "_rest";
+    for (const auto &rv : d.rdom->vars) {
+        if (rv.name != r.name()) rest->vars.push_back(rv);
+    }
+    auto outer = std::make_shared<RDomContents>();
+    outer->name = d.rdom->name + "_" + r.name();
+    outer->vars.push_back(*pos);
+
+    if (!f.updates_rewritten) {
+        f.original_updates = f.updates;
+        f.updates_rewritten = true;
+    }
+    Func intm(name.empty() ? unique_name(f.name + "_intm") : name);
+    intm.function()->made_by_rfactor = true;
+    std::vector<Expr> intm_args(d.args);
+    intm_args.push_back(v);
+    Type t = f.output_types[0];
+    intm(intm_args) = identity(op, t);
+    Expr e = substitute(r.name(), Expr(v), term);
+    e = RebindRVars(d.rdom, rest).mutate(e);
+    Expr current = intm(intm_args);
+    intm.function()->updates.push_back(
+        Definition{intm_args, {combine(op, current, e)}, rest->vars.empty() ? nullptr : rest});
+
+    std::vector<Expr> use_args(d.args);
+    use_args.push_back(Variable::make(Int(32), r.name(), nullptr, outer));
+    Expr self_call = Call::make(t, f.name, d.args, Call::Func, func, 0);
+    d.values = {combine(op, self_call, intm(use_args))};
+    d.rdom = outer;
+
+    record("rfactor", {VarOrRVar(r), VarOrRVar(v)}, {}, "", intm.name());
+    return intm;
+}
+
+#define KILN_FORWARD_TO_STAGE(call)                                                                \
+    Stage(contents, 0).call;                                                                       \
+    return *this;
+
+Func &Func::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner,
+                  int factor, TailStrategy tail) {
+    KILN_FORWARD_TO_STAGE(split(old, outer, inner, factor, tail))
+}
+Func &Func::fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused) {
+    KILN_FORWARD_TO_STAGE(fuse(inner, outer, fused))
+}
+Func &Func::reorder(const std::vector<VarOrRVar> &vars) { KILN_FORWARD_TO_STAGE(reorder(vars)) }
+Func &Func::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
+                 const VarOrRVar &xi, const VarOrRVar &yi, int xfactor, int yfactor,
+                 TailStrategy tail) {
+    KILN_FORWARD_TO_STAGE(tile(x, y, xo, yo, xi, yi, xfactor, yfactor, tail))
+}
+Func &Func::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi, const VarOrRVar &yi,
+                 int xfactor, int yfactor, TailStrategy tail) {
+    KILN_FORWARD_TO_STAGE(tile(x, y, xi, yi, xfactor, yfactor, tail))
+}
+Func &Func::tile(const std::vector<VarOrRVar> &vars, const std::vector<VarOrRVar> &outers,
+                 const std::vector<VarOrRVar> &inners, const std::vector<int> &factors,
+                 TailStrategy tail) {
+    KILN_FORWARD_TO_STAGE(tile(vars, outers, inners, factors, tail))
+}
+Func &Func::vectorize(const VarOrRVar &var) { KILN_FORWARD_TO_STAGE(vectorize(var)) }
+Func &Func::vectorize(const VarOrRVar &var, int factor, TailStrategy tail) {
+    KILN_FORWARD_TO_STAGE(vectorize(var, factor, tail))
+}
+Func &Func::unroll(const VarOrRVar &var) { KILN_FORWARD_TO_STAGE(unroll(var)) }
+Func &Func::unroll(const VarOrRVar &var, int factor, TailStrategy tail) {
+    KILN_FORWARD_TO_STAGE(unroll(var, factor, tail))
+}
+Func &Func::parallel(const VarOrRVar &var) { KILN_FORWARD_TO_STAGE(parallel(var)) }
+Func &Func::serial(const VarOrRVar &var) { KILN_FORWARD_TO_STAGE(serial(var)) }
+#undef KILN_FORWARD_TO_STAGE
+
+namespace {
+void record_func_level(const FunctionPtr &f, const std::string &primitive,
+                       const std::vector<VarOrRVar> &vars, const std::vector<int64_t> &ints,
+                       const std::string &option, const std::string &target) {
+    if (!f->has_pure_definition()) {
+        user_error(primitive, ": Func '", f->name, "' has no definition to schedule yet");
+    }
+    Directive d;
+    d.func = f->name;
+    d.primitive = primitive;
+    for (const VarOrRVar &v : vars) {
+        d.vars.push_back(v.name());
+        d.is_rvar.push_back(v.is_rvar());
+    }
+    d.ints = ints;
+    d.option = option;
+    d.target = target;
+    d.sequence = next_directive_sequence();
+    f->directives.push_back(std::move(d));
+}
+} // namespace
+
+Func &Func::compute_at(const Func &consumer, const VarOrRVar &var) {
+    if (consumer.name() == name()) {
+        user_error("compute_at: '", name(), "' cannot be computed at one of its own loops");
+    }
+    record_func_level(contents, "compute_at", {var}, {}, "", consumer.name());
+    return *this;
+}
+
+Func &Func::store_at(const Func &consumer, const VarOrRVar &var) {
+    if (consumer.name() == name()) {
+        user_error("store_at: '", name(), "' cannot be stored at one of its own loops");
+    }
+    record_func_level(contents, "store_at", {var}, {}, "", consumer.name());
+    return *this;
+}
+
+Func &Func::compute_root() {
+    record_func_level(contents, "compute_root", {}, {}, "", "");
+    return *this;
+}
+
+Func &Func::store_root() {
+    record_func_level(contents, "store_root", {}, {}, "", "");
+    return *this;
+}
+
+Func &Func::compute_inline() {
+    record_func_level(contents, "compute_inline", {}, {}, "", "");
+    return *this;
+}
+
+Func &Func::reorder_storage(const std::vector<Var> &vars) {
+    std::vector<VarOrRVar> names(vars.begin(), vars.end());
+    for (const Var &v : vars) {
+        if (std::find(args().begin(), args().end(), v.name()) == args().end()) {
+            std::string legal;
+            for (const std::string &a : args()) legal += (legal.empty() ? "" : ", ") + a;
+            user_error("reorder_storage: '", v.name(), "' is not a dimension of '", name(),
+                       "'; its dimensions are ", legal);
+        }
+    }
+    record_func_level(contents, "reorder_storage", names, {}, "", "");
+    return *this;
+}
+
+Func &Func::bound(const Var &var, int min, int extent) {
+    if (std::find(args().begin(), args().end(), var.name()) == args().end()) {
+        std::string legal;
+        for (const std::string &a : args()) legal += (legal.empty() ? "" : ", ") + a;
+        user_error("bound: '", var.name(), "' is not a dimension of '", name(),
+                   "'; its dimensions are ", legal);
+    }
+    if (extent < 0) {
+        user_error("bound: extent of '", var.name(), "' in '", name(), "' must be >= 0, got ",
+                   extent);
+    }
+    record_func_level(contents, "bound", {var}, {min, extent}, "", "");
+    return *this;
+}
+
+Func &Func::store_in(MemoryType memory_type) {
+    record_func_level(contents, "store_in", {}, {}, memory_type_name(memory_type), "");
+    return *this;
+}
+
+} // namespace kiln

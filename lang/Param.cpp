@@ -1,0 +1,108 @@
+#include "lang/Param.h"
+
+#include "lang/IROperator.h"
+#include "lang/IRPrinter.h"
+#include "lang/Var.h"
+
+namespace kiln {
+
+namespace {
+/// "1 argument", "2 arguments": a count with its noun, for messages.
+std::string count(size_t n, const std::string &noun) {
+    return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+} // namespace
+
+std::string buffer_min_name(const std::string &buffer, int dim) {
+    return buffer + ".min." + std::to_string(dim);
+}
+std::string buffer_extent_name(const std::string &buffer, int dim) {
+    return buffer + ".extent." + std::to_string(dim);
+}
+std::string buffer_stride_name(const std::string &buffer, int dim) {
+    return buffer + ".stride." + std::to_string(dim);
+}
+
+Parameter::Parameter(Type t, bool is_buffer, int dimensions, const std::string &name) {
+    contents = std::make_shared<ParameterContents>();
+    contents->name = name.empty() ? unique_name(is_buffer ? "input" : "p") : name;
+    contents->type = t;
+    contents->is_buffer = is_buffer;
+    contents->dimensions = dimensions;
+}
+
+Expr make_param_value(Type t, double v, int64_t i, bool is_float) {
+    return is_float ? make_const(t, v) : make_const(t, i);
+}
+
+ImageParam::ImageParam(Type t, int dimensions, const std::string &name)
+    : Parameter(t, true, dimensions, name) {
+    if (dimensions < 0 || dimensions > 8) {
+        user_error("dimensions of ImageParam '", contents->name, "' must be in [0, 8], got ",
+                   dimensions);
+    }
+}
+
+void ImageParam::set(const BufferBase &b) {
+    if (!b.defined()) user_error("cannot bind an undefined buffer to ImageParam '", name(), "'");
+    if (b.type() != type()) {
+        user_error("cannot bind buffer '", b.name(), "' of ", b.type(), " to ImageParam '", name(),
+                   "' of ", type(), "; bind a buffer of ", type());
+    }
+    if (b.dimensions() != dimensions()) {
+        user_error("cannot bind buffer '", b.name(), "' with ", b.dimensions(),
+                   " dimensions to ImageParam '", name(), "', which has ", dimensions(),
+                   "; bind a buffer with ", dimensions(), " dimensions");
+    }
+    contents->buffer = b;
+}
+
+Expr ImageParam::call(const std::vector<Expr> &args) const {
+    if (!contents) user_error("use of an undefined ImageParam");
+    std::string site = name() + "(";
+    for (size_t i = 0; i < args.size(); i++)
+        site += (i ? ", " : "") + to_string(args[i]);
+    site += ")";
+    if (int(args.size()) != dimensions()) {
+        user_error("call ", site, " gives ", count(args.size(), "argument"), ", but ImageParam '",
+                   name(), "' has ", count(dimensions(), "dimension"));
+    }
+    std::vector<Expr> int_args;
+    for (size_t i = 0; i < args.size(); i++) {
+        const Expr &a = args[i];
+        if (!a.defined() || !a.type().is_int_or_uint() || a.type().is_vector()) {
+            user_error("argument ", i, " of ", site, " must be a scalar integer, got ",
+                       a.defined() ? to_string(a) : "(undefined)", " of type ",
+                       a.defined() ? a.type().to_string() : "none",
+                       "; convert it with cast<int>(...), or cast<int>(floor(...)) to round down");
+        }
+        int_args.push_back(cast(Int(32), a));
+    }
+    return Call::make(type(), name(), std::move(int_args), Call::Image, nullptr, 0, contents);
+}
+
+namespace {
+void check_dim(const ImageParam &p, int dim) {
+    if (dim < 0 || dim >= p.dimensions()) {
+        user_error("dimension ", dim, " of ImageParam '", p.name(), "' does not exist; it has ",
+                   count(p.dimensions(), "dimension"));
+    }
+}
+} // namespace
+
+Expr ImageParam::min(int dim) const {
+    check_dim(*this, dim);
+    return Variable::make(Int(32), buffer_min_name(name(), dim), contents);
+}
+
+Expr ImageParam::extent(int dim) const {
+    check_dim(*this, dim);
+    return Variable::make(Int(32), buffer_extent_name(name(), dim), contents);
+}
+
+Expr ImageParam::stride(int dim) const {
+    check_dim(*this, dim);
+    return Variable::make(Int(32), buffer_stride_name(name(), dim), contents);
+}
+
+} // namespace kiln

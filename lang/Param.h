@@ -1,0 +1,105 @@
+// Inputs bound at run time: Param<T> (a scalar) and ImageParam (a typed buffer of known
+// dimensionality). Both appear in algorithms as symbols; their values are given when a pipeline
+// is realized or called.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lang/Buffer.h"
+#include "lang/IR.h"
+
+namespace kiln {
+
+/// The shared state of a Param or ImageParam.
+struct ParameterContents {
+    std::string name;
+    Type type;
+    bool is_buffer = false;
+    int dimensions = 0;
+    Expr scalar_value;              ///< the bound value of a scalar (a constant), if set
+    Expr min_value, max_value;      ///< optional range a scalar must lie in
+    BufferBase buffer;              ///< the bound buffer of an image, if set
+};
+
+/// Names of the symbols that describe an image parameter's shape in algorithms and lowered code.
+std::string buffer_min_name(const std::string &buffer, int dim);
+std::string buffer_extent_name(const std::string &buffer, int dim);
+std::string buffer_stride_name(const std::string &buffer, int dim);
+
+/// A type-erased scalar parameter.
+class Parameter {
+public:
+    Parameter() = default;
+    Parameter(Type t, bool is_buffer, int dimensions, const std::string &name);
+    const std::string &name() const { return contents->name; }
+    Type type() const { return contents->type; }
+    const std::shared_ptr<ParameterContents> &get_contents() const { return contents; }
+
+protected:
+    std::shared_ptr<ParameterContents> contents;
+};
+
+/// A scalar input of type T; `Param<float> alpha("alpha")` then `f(x) = alpha * in(x)`.
+template <typename T>
+class Param : public Parameter {
+public:
+    explicit Param(const std::string &name = "") : Parameter(type_of<T>(), false, 0, name) {}
+    Param(const std::string &name, T value) : Param(name) { set(value); }
+    void set(T value);
+    /// Restricts the values a caller may bind; checked when the pipeline runs.
+    void set_range(T min, T max);
+    operator Expr() const { return Variable::make(type(), name(), contents); }
+};
+
+/// A buffer input of a given element type and dimensionality.
+class ImageParam : public Parameter {
+public:
+    ImageParam() = default;
+    ImageParam(Type t, int dimensions, const std::string &name = "");
+    int dimensions() const { return contents->dimensions; }
+    /// Binds a buffer for evaluation; its type and dimensionality must match.
+    void set(const BufferBase &b);
+    const BufferBase &get() const { return contents->buffer; }
+
+    /// A call at the given coordinates.
+    Expr call(const std::vector<Expr> &args) const;
+    template <typename... Args>
+    Expr operator()(Args... args) const {
+        return call(std::vector<Expr>{Expr(args)...});
+    }
+
+    /// Symbolic shape of the bound buffer, for use in algorithms and boundary conditions.
+    Expr min(int dim) const;
+    Expr extent(int dim) const;
+    Expr stride(int dim) const;
+    Expr width() const { return extent(0); }
+    Expr height() const { return extent(1); }
+    Expr channels() const { return extent(2); }
+};
+
+/// Makes the constant of a scalar Param from a C++ value.
+Expr make_param_value(Type t, double v, int64_t i, bool is_float);
+
+template <typename T>
+void Param<T>::set(T value) {
+    if constexpr (std::is_floating_point_v<T>) {
+        contents->scalar_value = make_param_value(type(), double(value), 0, true);
+    } else {
+        contents->scalar_value = make_param_value(type(), 0, int64_t(value), false);
+    }
+}
+
+template <typename T>
+void Param<T>::set_range(T min, T max) {
+    if constexpr (std::is_floating_point_v<T>) {
+        contents->min_value = make_param_value(type(), double(min), 0, true);
+        contents->max_value = make_param_value(type(), double(max), 0, true);
+    } else {
+        contents->min_value = make_param_value(type(), 0, int64_t(min), false);
+        contents->max_value = make_param_value(type(), 0, int64_t(max), false);
+    }
+}
+
+} // namespace kiln

@@ -1,0 +1,249 @@
+#include "lang/Simplify.h"
+
+#include "lang/Error.h"
+#include "lang/IRMutator.h"
+#include "lang/IRVisitor.h"
+#include "lang/SimplifyInternal.h"
+
+namespace kiln {
+
+namespace simplify_internal {
+
+namespace {
+
+// Finds whether an expression binds or mentions a name, to decide whether a let can be
+// substituted without capture or dropped.
+class NameFinder : public IRVisitor {
+public:
+    NameFinder(const std::string &n, bool binders) : name(n), look_for_binders(binders) {}
+    bool found = false;
+
+protected:
+    using IRVisitor::visit;
+    void visit(const Variable *op) override { found |= !look_for_binders && op->name == name; }
+    void visit(const Let *op) override {
+        found |= look_for_binders && op->name == name;
+        IRVisitor::visit(op);
+    }
+    void visit(const LetStmt *op) override {
+        found |= look_for_binders && op->name == name;
+        IRVisitor::visit(op);
+    }
+    void visit(const For *op) override {
+        found |= look_for_binders && op->name == name;
+        IRVisitor::visit(op);
+    }
+
+private:
+    const std::string &name;
+    bool look_for_binders;
+};
+
+template <typename T>
+bool mentions(const T &node, const std::string &name) {
+    NameFinder f(name, false);
+    f.include(node);
+    return f.found;
+}
+
+template <typename T>
+bool binds(const T &node, const std::string &name) {
+    NameFinder f(name, true);
+    f.include(node);
+    return f.found;
+}
+
+// Whether a let's value can be substituted into the body: constants always, variables when
+// no binder in the body would capture them.
+template <typename Body>
+bool substitutable(const Expr &value, const Body &body) {
+    if (is_const(value)) return true;
+    const auto *v = value.as<Variable>();
+    return v && !binds(body, v->name);
+}
+
+} // namespace
+
+Simplifier::Simplifier(const std::map<std::string, ConstantBounds> &bounds) {
+    for (const auto &[name, b] : bounds) {
+        ConstInterval i;
+        if (b.min) i.min = *b.min;
+        if (b.max) i.max = *b.max;
+        var_bounds[name] = i;
+    }
+}
+
+Simplifier::ScopedName::ScopedName(Simplifier &s, const std::string &name, const Expr &replacement,
+                                   std::optional<ConstInterval> bounds)
+    : s(s), name(name) {
+    if (auto it = s.replacements.find(name); it != s.replacements.end()) {
+        old_replacement = it->second;
+    }
+    if (auto it = s.var_bounds.find(name); it != s.var_bounds.end()) {
+        old_bounds = it->second;
+    }
+    s.replacements.erase(name);
+    s.var_bounds.erase(name);
+    if (replacement.defined()) s.replacements[name] = replacement;
+    if (bounds) s.var_bounds[name] = *bounds;
+}
+Simplifier::ScopedName::~ScopedName() {
+    s.replacements.erase(name);
+    s.var_bounds.erase(name);
+    if (old_replacement.defined()) s.replacements[name] = old_replacement;
+    if (old_bounds) s.var_bounds[name] = *old_bounds;
+}
+
+Expr Simplifier::visit(const Variable *op) {
+    auto it = replacements.find(op->name);
+    if (it == replacements.end()) return Expr(op);
+    internal_assert(it->second.type() == op->type, "simplify: let '", op->name, "' of type ",
+                    it->second.type(), " used as ", op->type);
+    return it->second;
+}
+
+std::optional<ConstInterval> Simplifier::bounds_for_binding(const Expr &value) {
+    if (!value.type().is_int_or_uint()) return std::nullopt;
+    return bounds_of(value);
+}
+
+// Lets whose value is a constant or a variable are substituted; other lets lend the bounds of
+// their value to the body and are dropped when the body no longer uses them.
+template <typename Node, typename Body>
+Body Simplifier::visit_let(const Node *op) {
+    Expr value = mutate(op->value);
+    bool substitute = substitutable(value, op->body);
+    Body body;
+    {
+        ScopedName scope(*this, op->name, substitute ? value : Expr(),
+                         substitute ? std::nullopt : bounds_for_binding(value));
+        body = mutate(op->body);
+    }
+    if (!body.defined()) return Body();
+    if (substitute || !mentions(body, op->name)) return body;
+    // A variable that could not be substituted for fear of capture may be substitutable now
+    // that the body is simpler.
+    if (value.as<Variable>() && substitutable(value, body)) {
+        return mutate(kiln::substitute(op->name, value, body));
+    }
+    if (value.same_as(op->value) && body.same_as(op->body)) return Body(op);
+    return Node::make(op->name, value, body);
+}
+
+Expr Simplifier::visit(const Let *op) {
+    return visit_let<Let, Expr>(op);
+}
+Stmt Simplifier::visit(const LetStmt *op) {
+    return visit_let<LetStmt, Stmt>(op);
+}
+
+Stmt Simplifier::visit(const For *op) {
+    Expr min = mutate(op->min), extent = mutate(op->extent);
+    auto e = const_value(extent);
+    if (e && *e <= 0) return Stmt();
+    if (e && *e == 1) return mutate(LetStmt::make(op->name, min, op->body));
+    // Inside the body the loop variable lies in [min, min + extent - 1].
+    ConstInterval m = bounds_of(min), x = bounds_of(extent), range;
+    range.min = m.min;
+    if (m.max && x.max) range.max = *m.max + *x.max - 1;
+    Stmt body;
+    {
+        ScopedName scope(*this, op->name, Expr(), range);
+        body = mutate(op->body);
+    }
+    if (!body.defined()) return Stmt();
+    if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) {
+        return Stmt(op);
+    }
+    return For::make(op->name, min, extent, op->for_type, body);
+}
+
+Stmt Simplifier::visit(const IfThenElse *op) {
+    Expr c = mutate(op->condition);
+    if (is_const_true(c)) return mutate(op->then_case);
+    if (is_const_false(c)) return mutate(op->else_case);
+    Stmt t = mutate(op->then_case), f = mutate(op->else_case);
+    if (!t.defined() && !f.defined()) return Stmt();
+    if (!t.defined()) return IfThenElse::make(negation(c), f);
+    if (c.same_as(op->condition) && t.same_as(op->then_case) && f.same_as(op->else_case)) {
+        return Stmt(op);
+    }
+    return IfThenElse::make(c, t, f);
+}
+
+Stmt Simplifier::visit(const AssertStmt *op) {
+    Stmt s = IRMutator::visit(op);
+    const auto *a = s.as<AssertStmt>();
+    if (a && is_const_true(a->condition)) return Stmt();
+    return s;
+}
+
+Stmt Simplifier::visit(const Evaluate *op) {
+    Expr v = mutate(op->value);
+    if (is_const(v)) return Stmt(); // a no-op
+    if (v.same_as(op->value)) return Stmt(op);
+    return Evaluate::make(v);
+}
+
+Stmt Simplifier::visit(const Block *op) {
+    Stmt first = mutate(op->first), rest = mutate(op->rest);
+    if (first.same_as(op->first) && rest.same_as(op->rest)) return Stmt(op);
+    return Block::make(first, rest);
+}
+
+Stmt Simplifier::visit(const ProducerConsumer *op) {
+    Stmt body = mutate(op->body);
+    if (!body.defined()) return Stmt();
+    if (body.same_as(op->body)) return Stmt(op);
+    return ProducerConsumer::make(op->name, op->is_producer, body);
+}
+
+Stmt Simplifier::visit(const Realize *op) {
+    std::vector<Range> bounds;
+    bool changed = false;
+    for (const Range &r : op->bounds) {
+        bounds.emplace_back(mutate(r.min), mutate(r.extent));
+        changed |= !bounds.back().min.same_as(r.min) || !bounds.back().extent.same_as(r.extent);
+    }
+    Expr c = mutate(op->condition);
+    Stmt body = mutate(op->body);
+    if (!body.defined()) return Stmt();
+    if (!changed && c.same_as(op->condition) && body.same_as(op->body)) return Stmt(op);
+    return Realize::make(op->name, op->types, op->memory_type, std::move(bounds), c, body);
+}
+
+Stmt Simplifier::visit(const Allocate *op) {
+    bool changed = false;
+    std::vector<Expr> extents = mutate_exprs(op->extents, &changed);
+    Expr c = mutate(op->condition);
+    Stmt body = mutate(op->body);
+    if (!body.defined()) return Stmt();
+    if (!changed && c.same_as(op->condition) && body.same_as(op->body)) return Stmt(op);
+    return Allocate::make(op->name, op->type, op->memory_type, std::move(extents), c, body);
+}
+
+} // namespace simplify_internal
+
+using simplify_internal::Simplifier;
+
+Expr simplify(const Expr &e, const std::map<std::string, ConstantBounds> &bounds) {
+    if (!e.defined()) return e;
+    Expr r = Simplifier(bounds).mutate(e);
+    return equal(r, e) ? e : r;
+}
+
+Stmt simplify(const Stmt &s, const std::map<std::string, ConstantBounds> &bounds) {
+    if (!s.defined()) return s;
+    Stmt r = Simplifier(bounds).mutate(s);
+    if (!r.defined()) return Evaluate::make(0); // everything was a no-op
+    return equal(r, s) ? s : r;
+}
+
+bool can_prove(const Expr &e, const std::map<std::string, ConstantBounds> &bounds) {
+    internal_assert(e.defined() && e.type().is_bool(),
+                    "can_prove: expected a bool expression, got ",
+                    e.defined() ? e.type().to_string() : "an undefined one");
+    return is_const_true(simplify(e, bounds));
+}
+
+} // namespace kiln

@@ -1,0 +1,253 @@
+// The simplifier's rules for + - * / %, casts and ramps. Sums are rebuilt from linear forms, so
+// that equal affine expressions come out structurally equal.
+#include <cmath>
+
+#include "lang/SimplifyInternal.h"
+
+namespace kiln::simplify_internal {
+
+// a + b or a - b on ramps and broadcasts: per lane, (base + i*s) + b = (base + b) + i*s.
+std::optional<Expr> Simplifier::ramp_add_rule(const Expr &a, const Expr &b, bool subtract) {
+    auto combine = [&](const Expr &x, const Expr &y) {
+        return subtract ? mutate(Sub::make(x, y)) : mutate(Add::make(x, y));
+    };
+    const auto *ra = a.as<Ramp>(), *rb = b.as<Ramp>();
+    const auto *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+    if (ra && rb) {
+        return Ramp::make(combine(ra->base, rb->base), combine(ra->stride, rb->stride), ra->lanes);
+    }
+    if (ra && bb) return Ramp::make(combine(ra->base, bb->value), ra->stride, ra->lanes);
+    if (ba && rb) {
+        Expr stride =
+            subtract ? mutate(Sub::make(make_zero(rb->stride.type()), rb->stride)) : rb->stride;
+        return Ramp::make(combine(ba->value, rb->base), stride, rb->lanes);
+    }
+    return std::nullopt;
+}
+
+Expr Simplifier::visit(const Add *op) {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (auto r = fold_arith(IRNodeType::Add, a, b)) return *r;
+    if (auto r = broadcast_rule<Add>(a, b)) return *r;
+    if (auto r = ramp_add_rule(a, b, false)) return *r;
+    if (op->type.is_float()) return unchanged_or(op, a, b);
+    LinearForm f(op->type);
+    collect(a, 1, f);
+    collect(b, 1, f);
+    return rebuild(f);
+}
+
+Expr Simplifier::visit(const Sub *op) {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (auto r = fold_arith(IRNodeType::Sub, a, b)) return *r;
+    if (auto r = broadcast_rule<Sub>(a, b)) return *r;
+    if (auto r = ramp_add_rule(a, b, true)) return *r;
+    if (op->type.is_float()) {
+        if (is_const_zero(b) && !std::signbit(*as_const_float(b))) return a;
+        return unchanged_or(op, a, b);
+    }
+    return rebuild(difference(a, b));
+}
+
+Expr Simplifier::visit(const Mul *op) {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (auto r = fold_arith(IRNodeType::Mul, a, b)) return *r;
+    if (auto r = broadcast_rule<Mul>(a, b)) return *r;
+    if (should_swap(a, b)) std::swap(a, b);
+    Type t = op->type;
+    if (const auto *ramp = a.as<Ramp>(); ramp && b.as<Broadcast>()) {
+        Expr s = b.as<Broadcast>()->value;
+        return Ramp::make(mutate(Mul::make(ramp->base, s)), mutate(Mul::make(ramp->stride, s)),
+                          ramp->lanes);
+    }
+    if (t.is_float()) {
+        if (is_const_one(b)) return a;
+        return unchanged_or(op, a, b);
+    }
+    LinearForm f(t);
+    if (is_const(b)) {
+        collect(Mul::make(a, b), 1, f);
+        return rebuild(f);
+    }
+    // A product of two non-constant terms: pull the constant factors out, so that
+    // (x * 2) * (y * 3) becomes (x * y) * 6.
+    LinearForm la = linear(a), lb = linear(b);
+    uint64_t coefficient = 1;
+    auto single_term = [&](const LinearForm &l, Expr &e) {
+        if (l.terms.size() != 1 || signed_coefficient(t, l.constant) != 0) return;
+        e = l.terms.begin()->first;
+        coefficient *= l.terms.begin()->second;
+    };
+    single_term(la, a);
+    single_term(lb, b);
+    if (should_swap(a, b)) std::swap(a, b);
+    f.terms[Mul::make(a, b)] = coefficient;
+    return rebuild(f);
+}
+
+Expr Simplifier::visit(const Div *op) {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (auto r = fold_arith(IRNodeType::Div, a, b)) return *r;
+    if (auto r = broadcast_rule<Div>(a, b)) return *r;
+    Type t = op->type;
+    if (t.is_float()) {
+        if (is_const_one(b)) return a;
+        return unchanged_or(op, a, b);
+    }
+    if (is_const_zero(a) || is_const_zero(b)) return make_zero(t); // x / 0 is 0 in the IR
+    if (is_const_one(b)) return a;
+    if (t.is_int() && is_const(b, -1)) return rebuild(difference(make_zero(t), a));
+    auto c = const_value(b);
+    if (!c || *c <= 0) return unchanged_or(op, a, b);
+    return divide(a, *c);
+}
+
+// a / c for a constant c > 0.
+Expr Simplifier::divide(const Expr &a, Int128 c) {
+    Type t = a.type();
+    ConstInterval i = bounds_of(a);
+    if (i.min && i.max && floor_div(*i.min, c) == floor_div(*i.max, c)) {
+        return make_const(t, int64_t(floor_div(*i.min, c)));
+    }
+    const Int128 limit = Int128(1) << 62;
+    // (x / c1) / c2 is x / (c1 * c2) for positive divisors.
+    if (const auto *inner = a.as<Div>()) {
+        auto c1 = const_value(inner->b);
+        if (c1 && *c1 > 0 && *c1 < limit && c < limit &&
+            *c1 * c <= *type_range(t.element_of()).max) {
+            return divide(inner->a, *c1 * c);
+        }
+    }
+    if (!assumes_no_overflow(t)) return Div::make(a, make_const(t, int64_t(c)));
+    // (c * q + r) / c is q + r / c in Euclidean division: move the multiples of c out.
+    LinearForm f = linear(a), quotient(t), rest(t);
+    for (const auto &[term, coefficient] : f.terms) {
+        int64_t v = signed_coefficient(t, coefficient);
+        if (v % c == 0) {
+            quotient.terms[term] = uint64_t(int64_t(v / c));
+        } else {
+            rest.terms[term] = coefficient;
+        }
+    }
+    Int128 k = signed_coefficient(t, f.constant);
+    quotient.constant = uint64_t(int64_t(floor_div(k, c)));
+    rest.constant = uint64_t(int64_t(floor_mod(k, c)));
+    if (!quotient.terms.empty() || quotient.constant != 0) {
+        if (!rest.terms.empty()) {
+            Expr r = divide(rebuild(rest), c);
+            collect(r, 1, quotient);
+        }
+        return rebuild(quotient);
+    }
+    // (g * x) / (g * c) is x / c.
+    Int128 g = gcd128(c, k);
+    for (const auto &[term, coefficient] : f.terms) {
+        g = gcd128(g, signed_coefficient(t, coefficient));
+    }
+    if (g > 1) return divide(rebuild(scaled_down(f, g)), c / g);
+    return Div::make(a, make_const(t, int64_t(c)));
+}
+
+Expr Simplifier::visit(const Mod *op) {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (auto r = fold_arith(IRNodeType::Mod, a, b)) return *r;
+    if (auto r = broadcast_rule<Mod>(a, b)) return *r;
+    Type t = op->type;
+    if (t.is_float()) return unchanged_or(op, a, b);
+    if (is_const_zero(a) || is_const_zero(b) || is_const_one(b)) return make_zero(t);
+    if (t.is_int() && is_const(b, -1)) return make_zero(t);
+    auto c = const_value(b);
+    if (!c || *c <= 0) return unchanged_or(op, a, b);
+    return modulo(a, *c);
+}
+
+// a % c for a constant c > 0.
+Expr Simplifier::modulo(const Expr &a, Int128 c) {
+    Type t = a.type();
+    ConstInterval i = bounds_of(a);
+    if (i.min && i.max && floor_div(*i.min, c) == floor_div(*i.max, c)) {
+        // The result is a - q * c, which lies in [0, c) and so cannot wrap.
+        LinearForm f = linear(a);
+        f.constant -= uint64_t(int64_t(floor_div(*i.min, c) * c));
+        return rebuild(f);
+    }
+    // (x % c1) % c2 is x % c2 when c2 divides c1.
+    if (const auto *inner = a.as<Mod>()) {
+        auto c1 = const_value(inner->b);
+        if (c1 && *c1 > 0 && *c1 % c == 0) return modulo(inner->a, c);
+    }
+    // Dropping multiples of c is exact when no overflow is assumed, and also under wrapping
+    // when c is a power of two: it then divides 2^bits, so wrapping keeps the residue.
+    if (!assumes_no_overflow(t) && !is_positive_power_of_two(c)) {
+        return Mod::make(a, make_const(t, int64_t(c)));
+    }
+    LinearForm f = linear(a), rest(t);
+    bool changed = false;
+    for (const auto &[term, coefficient] : f.terms) {
+        if (signed_coefficient(t, coefficient) % c == 0) {
+            changed = true;
+        } else {
+            rest.terms[term] = coefficient;
+        }
+    }
+    Int128 k = signed_coefficient(t, f.constant);
+    rest.constant = uint64_t(int64_t(floor_mod(k, c)));
+    if (changed || floor_mod(k, c) != k) return modulo(rebuild(rest), c);
+    // (g * x) % (g * c) is (x % c) * g.
+    Int128 g = gcd128(c, k);
+    for (const auto &[term, coefficient] : f.terms) {
+        g = gcd128(g, signed_coefficient(t, coefficient));
+    }
+    if (g > 1) {
+        Expr m = modulo(rebuild(scaled_down(f, g)), c / g);
+        LinearForm r(t);
+        collect(m, uint64_t(int64_t(g)), r);
+        return rebuild(r);
+    }
+    return Mod::make(a, make_const(t, int64_t(c)));
+}
+
+Expr Simplifier::visit(const Cast *op) {
+    Expr v = mutate(op->value);
+    Type t = op->type;
+    if (v.type() == t) return v;
+    if (auto r = fold_cast(t.element_of(), v)) {
+        return t.is_vector() ? Broadcast::make(*r, t.lanes) : *r;
+    }
+    if (const auto *b = v.as<Broadcast>()) {
+        return Broadcast::make(mutate(Cast::make(t.element_of(), b->value)), t.lanes);
+    }
+    // cast(t, cast(u, x)) is cast(t, x) when every value x takes is representable in u.
+    if (const auto *inner = v.as<Cast>()) {
+        Type u = v.type(), s = inner->value.type();
+        if (u.is_int_or_uint() && s.is_int_or_uint()) {
+            ConstInterval i = bounds_of(inner->value), r = type_range(u.element_of());
+            if (i.min && i.max && *i.min >= *r.min && *i.max <= *r.max) {
+                if (s == t) return inner->value;
+                return Cast::make(t, inner->value);
+            }
+        }
+    }
+    if (v.same_as(op->value)) return Expr(op);
+    return Cast::make(t, v);
+}
+
+Expr Simplifier::visit(const Ramp *op) {
+    Expr base = mutate(op->base), stride = mutate(op->stride);
+    if (is_const_zero(stride)) return Broadcast::make(base, op->lanes);
+    if (base.same_as(op->base) && stride.same_as(op->stride)) return Expr(op);
+    return Ramp::make(base, stride, op->lanes);
+}
+
+Expr Simplifier::visit(const Call *op) {
+    Expr e = IRMutator::visit(op);
+    // likely() of a constant is the constant, so that if (likely(true)) folds.
+    const auto *call = e.as<Call>();
+    if (call && call->call_type == Call::Intrinsic && call->name == intrinsic::likely &&
+        is_const(call->args[0])) {
+        return call->args[0];
+    }
+    return e;
+}
+
+} // namespace kiln::simplify_internal

@@ -1,0 +1,174 @@
+// DLPack conversions. Both directions describe the same memory; nothing is copied or owned.
+#include "runtime/kiln_dlpack.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace {
+
+// kDLBool joined DLPack in version 0.8; the installed header may predate it, but the value is
+// fixed by the standard, and frameworks store bools as one byte.
+constexpr uint8_t dlpack_bool_code = 6;
+constexpr uint8_t dlpack_bool_bits = 8;
+
+const char *device_name(int type) {
+    switch (type) {
+    case kDLCPU:
+        return "CPU";
+    case kDLCUDA:
+        return "CUDA";
+    case kDLCUDAHost:
+        return "CUDA host";
+    case kDLOpenCL:
+        return "OpenCL";
+    case kDLVulkan:
+        return "Vulkan";
+    case kDLMetal:
+        return "Metal";
+    case kDLROCM:
+        return "ROCm";
+    case kDLCUDAManaged:
+        return "CUDA managed";
+    default:
+        return "unknown";
+    }
+}
+
+const char *dlpack_code_name(int code) {
+    switch (code) {
+    case kDLOpaqueHandle:
+        return "opaque handle";
+    case kDLBfloat:
+        return "bfloat";
+    case kDLComplex:
+        return "complex";
+    default:
+        return "unknown";
+    }
+}
+
+} // namespace
+
+extern "C" {
+
+int kiln_buffer_from_dltensor(const DLTensor *t, kiln_buffer_t *out, kiln_dimension_t *dims_storage,
+                              int max_dims) {
+    const char *fn = "kiln_buffer_from_dltensor";
+    if (!t || !out)
+        return kiln_error(kiln_error_buffer_argument_null, "%s: the %s is null", fn,
+                          t ? "output buffer" : "tensor");
+    if (t->device.device_type != kDLCPU)
+        return kiln_error(kiln_error_device_unavailable,
+                          "%s: only CPU tensors are supported, got device type %d (%s)", fn,
+                          static_cast<int>(t->device.device_type),
+                          device_name(t->device.device_type));
+    if (t->ndim < 0 || t->ndim > max_dims || (t->ndim > 0 && (!dims_storage || !t->shape)))
+        return kiln_error(kiln_error_bad_dimensions,
+                          "%s: the tensor has %d dimensions but dims_storage has room for %d", fn,
+                          t->ndim, dims_storage ? max_dims : 0);
+
+    kiln_type_t type = {0, t->dtype.bits, t->dtype.lanes};
+    switch (t->dtype.code) {
+    case kDLInt:
+        type.code = kiln_type_int;
+        break;
+    case kDLUInt:
+        type.code = kiln_type_uint;
+        break;
+    case kDLFloat:
+        type.code = kiln_type_float;
+        break;
+    case dlpack_bool_code:
+        if (t->dtype.bits != dlpack_bool_bits)
+            return kiln_error(kiln_error_bad_type, "%s: bool tensors must have 8 bits, got %d", fn,
+                              t->dtype.bits);
+        type = {kiln_type_bool, 1, t->dtype.lanes};
+        break;
+    default:
+        return kiln_error(kiln_error_bad_type, "%s: DLPack type code %d (%s) is not supported", fn,
+                          t->dtype.code, dlpack_code_name(t->dtype.code));
+    }
+    if (t->dtype.bits == 0 || t->dtype.lanes == 0)
+        return kiln_error(kiln_error_bad_type, "%s: the tensor type has %d bits and %d lanes", fn,
+                          t->dtype.bits, t->dtype.lanes);
+
+    // The row-major stride, capped once it no longer fits in 32 bits so that it cannot overflow.
+    int64_t compact_stride = 1;
+    for (int i = 0; i < t->ndim; i++) {
+        int axis = t->ndim - 1 - i;
+        int64_t extent = t->shape[axis];
+        int64_t stride = t->strides ? t->strides[axis] : compact_stride;
+        if (extent < 0 || extent > INT32_MAX)
+            return kiln_error(kiln_error_bad_dimensions,
+                              "%s: axis %d has extent %lld; extents must be in [0, %d]", fn, axis,
+                              static_cast<long long>(extent), INT32_MAX);
+        if (stride < INT32_MIN || stride > INT32_MAX)
+            return kiln_error(kiln_error_bad_stride,
+                              "%s: axis %d has stride %lld, which does not fit in 32 bits", fn,
+                              axis, static_cast<long long>(stride));
+        dims_storage[i] = {0, static_cast<int32_t>(extent), static_cast<int32_t>(stride), 0};
+        compact_stride = std::min<int64_t>(compact_stride * extent, int64_t(INT32_MAX) + 1);
+    }
+    *out = kiln_buffer_t{};
+    out->host = t->data ? static_cast<uint8_t *>(t->data) + t->byte_offset : nullptr;
+    out->type = type;
+    out->dimensions = t->ndim;
+    out->dim = t->ndim > 0 ? dims_storage : nullptr;
+    return kiln_success;
+}
+
+int kiln_buffer_to_dltensor(const kiln_buffer_t *b, DLTensor *out, int64_t *shape_storage,
+                            int64_t *strides_storage, int max_dims) {
+    const char *fn = "kiln_buffer_to_dltensor";
+    if (!b || !out)
+        return kiln_error(kiln_error_buffer_argument_null, "%s: the %s is null", fn,
+                          b ? "output tensor" : "buffer");
+    if (!b->host && b->device)
+        return kiln_error(kiln_error_device_unavailable,
+                          "%s: the buffer lives only on a device; copy it to the host first", fn);
+    if (!b->host)
+        return kiln_error(kiln_error_buffer_argument_null,
+                          "%s: the buffer has no host memory (host is null)", fn);
+    if (b->dimensions < 0 || b->dimensions > max_dims ||
+        (b->dimensions > 0 && (!b->dim || !shape_storage || !strides_storage)))
+        return kiln_error(kiln_error_bad_dimensions,
+                          "%s: the buffer has %d dimensions but the shape and stride storage have "
+                          "room for %d",
+                          fn, b->dimensions, shape_storage && strides_storage ? max_dims : 0);
+
+    DLDataType dtype = {0, b->type.bits, b->type.lanes};
+    switch (b->type.code) {
+    case kiln_type_int:
+        dtype.code = kDLInt;
+        break;
+    case kiln_type_uint:
+        dtype.code = kDLUInt;
+        break;
+    case kiln_type_float:
+        dtype.code = kDLFloat;
+        break;
+    case kiln_type_bool:
+        dtype = {dlpack_bool_code, dlpack_bool_bits, b->type.lanes};
+        break;
+    default:
+        return kiln_error(kiln_error_bad_type, "%s: the buffer has unknown type code %d", fn,
+                          b->type.code);
+    }
+
+    for (int i = 0; i < b->dimensions; i++) {
+        int axis = b->dimensions - 1 - i;
+        shape_storage[axis] = b->dim[i].extent;
+        strides_storage[axis] = b->dim[i].stride;
+    }
+    *out = DLTensor{};
+    out->data = b->host;
+    out->device = {kDLCPU, 0};
+    out->ndim = b->dimensions;
+    out->dtype = dtype;
+    out->shape = b->dimensions > 0 ? shape_storage : nullptr;
+    out->strides = b->dimensions > 0 ? strides_storage : nullptr;
+    out->byte_offset = 0;
+    return kiln_success;
+}
+
+} // extern "C"

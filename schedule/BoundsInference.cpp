@@ -1,0 +1,162 @@
+#include "schedule/BoundsInference.h"
+
+#include <algorithm>
+
+#include "lang/Error.h"
+#include "lang/IRMutator.h"
+#include "lang/IROperator.h"
+#include "lang/IRPrinter.h"
+#include "lang/Param.h"
+#include "lang/Simplify.h"
+#include "schedule/BoxesTouched.h"
+
+namespace kiln {
+
+std::string buffer_name(const FunctionContents &f, int index) {
+    return f.output_types.size() == 1 ? f.name : f.name + "." + std::to_string(index);
+}
+
+namespace {
+
+Expr var(const std::string &name) { return Variable::make(Int(32), name); }
+
+const FuncSchedule::Bound *find_bound(const FuncSchedule &fs, const std::string &v) {
+    for (const FuncSchedule::Bound &b : fs.bounds) {
+        if (b.var == v) return &b;
+    }
+    return nullptr;
+}
+
+/// Wraps s in lets defining the region of f, innermost last.
+Stmt define_region(const Stmt &s, const FunctionContents &f, const std::vector<Expr> &mins,
+                   const std::vector<Expr> &maxs) {
+    Stmt body = s;
+    for (int d = int(f.args.size()) - 1; d >= 0; d--) {
+        body = LetStmt::make(region_max_name(f.name, f.args[d]), simplify(maxs[d]), body);
+        body = LetStmt::make(region_min_name(f.name, f.args[d]), simplify(mins[d]), body);
+    }
+    return body;
+}
+
+/// The region f must compute, given the box its consumers read: widened by the sites its update
+/// definitions write and read, with pure variables over the consumers' region.
+Box widen_by_updates(const PipelineEnv &env, const FunctionContents &f, const Box &needed) {
+    Box box = needed;
+    for (const Definition &u : f.updates) {
+        Scope scope;
+        for (size_t d = 0; d < f.args.size(); d++) scope[f.args[d]] = needed[d];
+        if (u.rdom) {
+            for (const auto &rv : u.rdom->vars) {
+                Expr mn = inline_calls(rv.min, env), ext = inline_calls(rv.extent, env);
+                scope[rv.name] = Interval(mn, simplify(mn + ext - 1));
+            }
+        }
+        std::vector<Expr> args;
+        for (const Expr &a : u.args) args.push_back(inline_calls(a, env));
+        Box site;
+        for (const Expr &a : args) site.push_back(bounds_of_expr(a, scope));
+        for (const Expr &v : u.values) {
+            Box reads = boxes_touched(inline_calls(v, env), f.name, scope);
+            for (size_t d = 0; d < reads.size(); d++) {
+                site[d] = Interval::make_union(site[d], reads[d]);
+            }
+        }
+        for (size_t d = 0; d < box.size(); d++) box[d] = Interval::make_union(box[d], site[d]);
+    }
+    return box;
+}
+
+class DefineRegions : public IRMutator {
+public:
+    DefineRegions(const PipelineEnv &env, const FunctionContents &f) : env(env), f(f) {}
+    bool found = false;
+
+protected:
+    using IRMutator::visit;
+    Stmt visit(const Block *op) override {
+        const ProducerConsumer *p = op->first.as<ProducerConsumer>();
+        const ProducerConsumer *c = op->rest.as<ProducerConsumer>();
+        if (!p || !c || p->name != f.name || !p->is_producer || c->name != f.name) {
+            return IRMutator::visit(op);
+        }
+        found = true;
+        Box needed = boxes_touched(c->body, f.name, true, false);
+        internal_assert(needed.size() == f.args.size(), "no use of '", f.name,
+                        "' in its consume node");
+        Box box = widen_by_updates(env, f, needed);
+        const FuncSchedule &fs = env.schedules.at(f.name);
+        std::vector<Expr> mins, maxs;
+        for (size_t d = 0; d < f.args.size(); d++) {
+            if (const FuncSchedule::Bound *b = find_bound(fs, f.args[d])) {
+                mins.push_back(Expr(int(b->min)));
+                maxs.push_back(Expr(int(b->min + b->extent - 1)));
+                continue;
+            }
+            if (!box[d].is_bounded()) {
+                user_error("cannot infer the region of '", f.name, "' needed in dimension '",
+                           f.args[d], "': its uses give ", box[d],
+                           "; clamp the coordinates where it is called, or give it a bound with ",
+                           f.name, ".bound(", f.args[d], ", min, extent)");
+            }
+            mins.push_back(box[d].min);
+            maxs.push_back(box[d].max);
+        }
+        return define_region(Stmt(op), f, mins, maxs);
+    }
+
+private:
+    const PipelineEnv &env;
+    const FunctionContents &f;
+};
+
+class BoundRealizations : public IRMutator {
+protected:
+    using IRMutator::visit;
+    Stmt visit(const Realize *op) override {
+        Stmt body = mutate(op->body);
+        Box box = boxes_touched(body, op->name, true, true);
+        std::vector<Range> bounds;
+        for (size_t d = 0; d < box.size(); d++) {
+            if (!box[d].is_bounded()) {
+                user_error("cannot infer how much of '", op->name, "' to allocate in dimension ",
+                           d, ": it touches ", box[d], "; clamp the coordinates where it is used");
+            }
+            Expr mn = simplify(box[d].min);
+            bounds.emplace_back(mn, simplify(box[d].max - mn + 1));
+        }
+        return Realize::make(op->name, op->types, op->memory_type, bounds, op->condition, body);
+    }
+};
+
+} // namespace
+
+Stmt bounds_inference(const Stmt &s, const PipelineEnv &env) {
+    Stmt result = s;
+    for (auto it = env.order.rbegin(); it != env.order.rend(); ++it) {
+        if (std::find(env.outputs.begin(), env.outputs.end(), *it) != env.outputs.end()) continue;
+        DefineRegions pass(env, *env.funcs.at(*it));
+        result = pass.mutate(result);
+    }
+    result = BoundRealizations().mutate(result);
+    // Outputs compute the region of their buffer (or their declared bound).
+    for (auto it = env.outputs.rbegin(); it != env.outputs.rend(); ++it) {
+        const FunctionContents &f = *env.funcs.at(*it);
+        const FuncSchedule &fs = env.schedules.at(f.name);
+        std::string buf = buffer_name(f, 0);
+        std::vector<Expr> mins, maxs;
+        for (size_t d = 0; d < f.args.size(); d++) {
+            if (const FuncSchedule::Bound *b = find_bound(fs, f.args[d])) {
+                mins.push_back(Expr(int(b->min)));
+                maxs.push_back(Expr(int(b->min + b->extent - 1)));
+                continue;
+            }
+            Expr mn = var(buffer_min_name(buf, int(d)));
+            mins.push_back(mn);
+            maxs.push_back(mn + var(buffer_extent_name(buf, int(d))) - 1);
+        }
+        result = define_region(result, f, mins, maxs);
+    }
+    return result;
+}
+
+} // namespace kiln

@@ -1,0 +1,105 @@
+#include "schedule/Lower.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <sstream>
+
+#include "lang/IREquality.h"
+#include "lang/IRPrinter.h"
+#include "lang/Simplify.h"
+#include "schedule/AddBufferChecks.h"
+#include "schedule/BoundsInference.h"
+#include "schedule/ScheduleFunctions.h"
+#include "schedule/StorageFlattening.h"
+
+namespace kiln {
+
+namespace {
+
+int env_int(const char *name) {
+    const char *v = std::getenv(name);
+    return v ? std::atoi(v) : 0;
+}
+
+/// Runs passes in order, printing and timing them on request.
+class PassLog {
+public:
+    PassLog(const LowerOptions &o, std::ostream *text)
+        : print(o.print_passes || env_int("KILN_DEBUG") >= 2), time(o.time_passes ||
+                                                                    env_int("KILN_TIME_PASSES")),
+          text(text) {}
+    ~PassLog() {
+        if (!time) return;
+        std::fprintf(stderr, "%-32s %10s\n", "pass", "ms");
+        for (auto &[name, ms] : times) std::fprintf(stderr, "%-32s %10.3f\n", name.c_str(), ms);
+    }
+
+    Stmt run(const char *name, const Stmt &before, const std::function<Stmt(const Stmt &)> &pass) {
+        auto start = std::chrono::steady_clock::now();
+        Stmt after = pass(before);
+        times.emplace_back(
+            name, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                            start)
+                      .count());
+        if (print || text) {
+            std::ostringstream s;
+            s << "== after " << name << "\n";
+            if (before.defined() && equal(before, after)) {
+                s << "(unchanged)\n";
+            } else {
+                s << after;
+            }
+            if (print) std::cerr << s.str();
+            if (text) *text << s.str();
+        }
+        return after;
+    }
+
+private:
+    bool print, time;
+    std::ostream *text;
+    std::vector<std::pair<std::string, double>> times;
+};
+
+LoweredFunc lower_impl(const std::vector<Func> &outputs, const std::string &name,
+                       const LowerOptions &options, std::ostream *text) {
+    std::vector<FunctionPtr> funcs;
+    for (const Func &f : outputs) funcs.push_back(f.function());
+    PipelineEnv env = make_pipeline_env(funcs);
+    PassLog log(options, text);
+    std::vector<LoweredArgument> args;
+
+    Stmt s;
+    s = log.run("schedule functions", s, [&](const Stmt &) { return schedule_functions(env); });
+    s = log.run("bounds inference", s, [&](const Stmt &x) { return bounds_inference(x, env); });
+    s = log.run("add buffer checks", s, [&](const Stmt &x) {
+        args = collect_arguments(x, env);
+        return add_buffer_checks(x, env, args);
+    });
+    s = log.run("storage flattening", s, [&](const Stmt &x) { return storage_flattening(x, env); });
+    s = log.run("simplify", s, [&](const Stmt &x) { return simplify(x); });
+
+    LoweredFunc result;
+    result.name = name;
+    result.args = args;
+    result.body = s;
+    return result;
+}
+
+} // namespace
+
+LoweredFunc lower(const std::vector<Func> &outputs, const std::string &name,
+                  const LowerOptions &options) {
+    return lower_impl(outputs, name, options, nullptr);
+}
+
+std::string lower_to_text(const std::vector<Func> &outputs, const std::string &name) {
+    std::ostringstream s;
+    lower_impl(outputs, name, {}, &s);
+    return s.str();
+}
+
+} // namespace kiln

@@ -1,0 +1,274 @@
+#include "schedule/PartitionLoops.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "lang/Error.h"
+#include "lang/IRMutator.h"
+#include "lang/IROperator.h"
+#include "lang/IRVisitor.h"
+#include "lang/Interval.h"
+#include "lang/Simplify.h"
+
+namespace kiln {
+
+namespace {
+
+class UsesVars : public IRVisitor {
+public:
+    explicit UsesVars(const std::set<std::string> &names) : names(names) {}
+    bool result = false;
+
+protected:
+    using IRVisitor::visit;
+    void visit(const Variable *op) override { result = result || names.count(op->name); }
+
+private:
+    const std::set<std::string> &names;
+};
+
+bool uses_any(const Expr &e, const std::set<std::string> &names) {
+    UsesVars v(names);
+    v.include(e);
+    return v.result;
+}
+
+/// Whether e reads memory, binds names or calls anything: then it is not a plain affine guard.
+class IsOpaque : public IRVisitor {
+public:
+    bool result = false;
+
+protected:
+    using IRVisitor::visit;
+    void visit(const Load *) override { result = true; }
+    void visit(const Let *) override { result = true; }
+    void visit(const Call *) override { result = true; }
+};
+
+bool is_opaque(const Expr &e) {
+    IsOpaque v;
+    v.include(e);
+    return v.result;
+}
+
+bool is_likely(const Expr &e) {
+    const auto *c = e.as<Call>();
+    return c && c->call_type == Call::Intrinsic && c->name == intrinsic::likely &&
+           c->args.size() == 1;
+}
+
+/// Splits a condition into its conjuncts, without likely hints; sets *hinted when any had one.
+void split_conjunction(const Expr &e, std::vector<Expr> &terms, bool *hinted) {
+    if (is_likely(e)) {
+        *hinted = true;
+        split_conjunction(e.as<Call>()->args[0], terms, hinted);
+        return;
+    }
+    if (const auto *a = e.as<And>()) {
+        split_conjunction(a->a, terms, hinted);
+        split_conjunction(a->b, terms, hinted);
+        return;
+    }
+    terms.push_back(e);
+}
+
+class ExpandLets : public IRMutator {
+public:
+    explicit ExpandLets(const std::map<std::string, Expr> &lets) : lets(lets) {}
+
+protected:
+    using IRMutator::visit;
+    Expr visit(const Variable *op) override {
+        auto it = lets.find(op->name);
+        return it == lets.end() ? Expr(op) : it->second;
+    }
+
+private:
+    const std::map<std::string, Expr> &lets;
+};
+
+/// Where a guard holds: v >= lower and v <= upper, either of which may be undefined.
+struct Bounds {
+    std::vector<Expr> lower, upper;
+};
+
+/// Finds the likely guards in the body of loop `var` and the range of `var` on which each holds.
+class FindGuards : public IRVisitor {
+public:
+    explicit FindGuards(const std::string &var) : var(var) {}
+
+    Bounds bounds;
+    std::set<const IfThenElse *> provable, unprovable;
+
+protected:
+    using IRVisitor::visit;
+
+    void visit(const LetStmt *op) override {
+        lets[op->name] = expand(op->value);
+        include(op->body);
+        lets.erase(op->name);
+    }
+
+    void visit(const For *op) override {
+        Expr min = expand(op->min), extent = expand(op->extent);
+        Interval range = Interval::everything();
+        // A range that depends on the partitioned loop or on another inner loop is not known
+        // up front; leave the variable unbounded, which makes guards on it unprovable.
+        if (!is_opaque(min) && !is_opaque(extent) && !uses_any(min, variant) &&
+            !uses_any(extent, variant)) {
+            range = Interval(min, simplify(min + extent - 1));
+        }
+        scope[op->name] = range;
+        variant.insert(op->name);
+        include(op->body);
+        variant.erase(op->name);
+        scope.erase(op->name);
+    }
+
+    void visit(const IfThenElse *op) override {
+        std::vector<Expr> terms;
+        bool hinted = false;
+        split_conjunction(op->condition, terms, &hinted);
+        if (hinted) {
+            Bounds found;
+            bool all = true;
+            for (const Expr &t : terms)
+                all = all && analyze(t, found);
+            if (all && !unprovable.count(op)) {
+                provable.insert(op);
+                for (const Expr &e : found.lower)
+                    bounds.lower.push_back(e);
+                for (const Expr &e : found.upper)
+                    bounds.upper.push_back(e);
+            } else {
+                // The same node may appear in several places; one failure keeps it everywhere.
+                provable.erase(op);
+                unprovable.insert(op);
+            }
+        }
+        IRVisitor::visit(op);
+    }
+
+private:
+    std::string var;
+    std::map<std::string, Expr> lets;
+    Scope scope;
+    std::set<std::string> variant{var};
+
+    Expr expand(const Expr &e) { return ExpandLets(lets).mutate(e); }
+
+    // A comparison is rewritten as f <= 0 with f = c * var + g; with G an upper bound of g over
+    // the inner loops, c * var + G <= 0 is sufficient, which bounds var on one side.
+    bool analyze(const Expr &term, Bounds &found) {
+        Expr f;
+        if (const auto *op = term.as<LE>()) f = op->a - op->b;
+        if (const auto *op = term.as<LT>()) f = op->a - op->b + 1;
+        if (const auto *op = term.as<GE>()) f = op->b - op->a;
+        if (const auto *op = term.as<GT>()) f = op->b - op->a + 1;
+        if (!f.defined() || f.type() != Int(32)) return false;
+        f = expand(f);
+        if (is_opaque(f) || !uses_any(f, {var})) return false;
+        Expr v = Variable::make(Int(32), var);
+        auto c = as_const_int(simplify(substitute(var, v + 1, f) - f));
+        if (!c || *c == 0) return false;
+        Expr g = simplify(f - v * Expr(int(*c)));
+        if (uses_any(g, {var})) return false;
+        Expr g_max = bounds_of_expr(g, scope).max;
+        if (!g_max.defined() || uses_any(g_max, variant)) return false;
+        if (*c > 0) {
+            found.upper.push_back(simplify((0 - g_max) / Expr(int(*c))));
+        } else {
+            int k = int(-*c);
+            found.lower.push_back(simplify((g_max + (k - 1)) / Expr(k)));
+        }
+        return true;
+    }
+};
+
+class ReplaceGuards : public IRMutator {
+public:
+    explicit ReplaceGuards(const std::set<const IfThenElse *> &guards) : guards(guards) {}
+
+protected:
+    using IRMutator::visit;
+    Stmt visit(const IfThenElse *op) override {
+        if (guards.count(op)) return mutate(op->then_case);
+        return IRMutator::visit(op);
+    }
+
+private:
+    const std::set<const IfThenElse *> &guards;
+};
+
+class RemoveLikely : public IRMutator {
+protected:
+    using IRMutator::visit;
+    Expr visit(const Call *op) override {
+        if (is_likely(Expr(op))) return mutate(op->args[0]);
+        return IRMutator::visit(op);
+    }
+};
+
+Expr fold(const std::vector<Expr> &es, bool take_min) {
+    Expr r = es[0];
+    for (size_t i = 1; i < es.size(); i++)
+        r = take_min ? min(r, es[i]) : max(r, es[i]);
+    return simplify(r);
+}
+
+class PartitionLoops : public IRMutator {
+protected:
+    using IRMutator::visit;
+
+    Stmt visit(const For *op) override {
+        if (op->for_type != ForType::Serial && op->for_type != ForType::Parallel) {
+            return IRMutator::visit(op);
+        }
+        FindGuards finder(op->name);
+        finder.include(op->body);
+        if (finder.provable.empty()) return IRMutator::visit(op);
+
+        Stmt steady_body = mutate(ReplaceGuards(finder.provable).mutate(op->body));
+        Stmt cold_body = mutate(RemoveLikely().mutate(op->body));
+        const Bounds &b = finder.bounds;
+        Expr loop_end = simplify(op->min + op->extent);
+        std::string begin_name = op->name + ".steady_begin", end_name = op->name + ".steady_end";
+        Expr begin = Variable::make(Int(32), begin_name), end = Variable::make(Int(32), end_name);
+
+        if (b.lower.empty()) begin = op->min;
+        if (b.upper.empty()) end = loop_end;
+        std::vector<Stmt> loops;
+        if (!b.lower.empty()) {
+            loops.push_back(
+                For::make(op->name, op->min, simplify(begin - op->min), op->for_type, cold_body));
+        }
+        loops.push_back(
+            For::make(op->name, begin, simplify(end - begin), op->for_type, steady_body));
+        if (!b.upper.empty()) {
+            loops.push_back(
+                For::make(op->name, end, simplify(loop_end - end), op->for_type, cold_body));
+        }
+        Stmt result = Block::make(loops);
+        // Clamped, so that prologue, steady state and epilogue have non-negative extents and
+        // together cover [min, min + extent) whatever the bounds turn out to be.
+        if (!b.upper.empty()) {
+            Expr end_value = simplify(clamp(fold(b.upper, true) + 1, begin, loop_end));
+            result = LetStmt::make(end_name, end_value, result);
+        }
+        if (!b.lower.empty()) {
+            Expr begin_value = simplify(clamp(fold(b.lower, false), op->min, loop_end));
+            result = LetStmt::make(begin_name, begin_value, result);
+        }
+        return result;
+    }
+};
+
+} // namespace
+
+Stmt partition_loops(const Stmt &s) {
+    return PartitionLoops().mutate(s);
+}
+
+} // namespace kiln

@@ -1,0 +1,78 @@
+#include "schedule/UnrollLoops.h"
+
+#include <map>
+#include <vector>
+
+#include "lang/Error.h"
+#include "lang/IRMutator.h"
+#include "lang/IROperator.h"
+#include "lang/IRPrinter.h"
+#include "lang/Simplify.h"
+
+namespace kiln {
+
+namespace {
+
+// Beyond this many copies the code size costs more than the loop overhead saves.
+constexpr int64_t max_unroll_extent = 256;
+
+class UnrollLoops : public IRMutator {
+protected:
+    using IRMutator::visit;
+
+    // Lowering binds loop extents to lets (`x.loop_extent = 8`) outside the loop, so the extent
+    // is only constant once those lets are seen through.
+    Stmt visit(const LetStmt *op) override {
+        Expr value = mutate(op->value);
+        lets.emplace_back(op->name, value);
+        Stmt body = mutate(op->body);
+        lets.pop_back();
+        if (value.same_as(op->value) && body.same_as(op->body)) return Stmt(op);
+        return LetStmt::make(op->name, value, body);
+    }
+
+    Stmt visit(const For *op) override {
+        Stmt body = mutate(op->body);
+        if (op->for_type != ForType::Unrolled) {
+            if (body.same_as(op->body)) return Stmt(op);
+            return For::make(op->name, op->min, op->extent, op->for_type, body);
+        }
+        auto extent = as_const_int(simplify(with_lets(op->extent)));
+        if (!extent) {
+            user_error("unroll: loop '", op->name, "' has extent ", op->extent,
+                       ", which is not a constant; split it by a constant factor first and "
+                       "unroll the inner loop");
+        }
+        if (*extent > max_unroll_extent) {
+            user_error("unroll: loop '", op->name, "' has extent ", *extent,
+                       ", more than the limit of ", max_unroll_extent,
+                       "; split it by a constant factor of at most ", max_unroll_extent,
+                       " first and unroll the inner loop");
+        }
+        std::vector<Stmt> copies;
+        for (int64_t i = 0; i < *extent; i++) {
+            Expr value = simplify(op->min + Expr(int(i)));
+            copies.push_back(substitute(op->name, value, body));
+        }
+        // A loop that never runs is a no-op, which a Stmt cannot be undefined to express here.
+        if (copies.empty()) return Evaluate::make(0);
+        return Block::make(copies);
+    }
+
+private:
+    std::vector<std::pair<std::string, Expr>> lets;
+
+    Expr with_lets(Expr e) const {
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it)
+            e = substitute(it->first, it->second, e);
+        return e;
+    }
+};
+
+} // namespace
+
+Stmt unroll_loops(const Stmt &s) {
+    return UnrollLoops().mutate(s);
+}
+
+} // namespace kiln

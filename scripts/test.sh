@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, configures, builds and runs the whole suite, first
+# in the release configuration, then under AddressSanitizer + UndefinedBehaviorSanitizer.
+#   bash scripts/test.sh            # both configurations
+#   bash scripts/test.sh --fast     # release configuration only
+#   bash scripts/test.sh --long     # also long fuzz runs (KILN_FUZZ_ITERATIONS scaled up)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fast=0
+long=0
+for arg in "$@"; do
+    case "$arg" in
+    --fast) fast=1 ;;
+    --long) long=1 ;;
+    *) echo "usage: $0 [--fast] [--long]" >&2; exit 2 ;;
+    esac
+done
+
+bash scripts/install-deps.sh
+jobs="${KILN_JOBS:-2}"
+if [ "$long" = 1 ]; then export KILN_FUZZ_ITERATIONS="${KILN_FUZZ_ITERATIONS:-1000000}"; fi
+
+run_suite() {
+    local dir="$1"; shift
+    cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
+    cmake --build "$dir" -j"$jobs"
+    (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 1800)
+}
+
+echo "== release build and tests"
+run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+if [ "$fast" = 0 ]; then
+    echo "== sanitizer build (ASan + UBSan) and tests"
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        run_suite build-sanitize -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON
+fi

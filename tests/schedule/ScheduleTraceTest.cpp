@@ -1,0 +1,369 @@
+#include "schedule/ScheduleTrace.h"
+
+#include <cstdio>
+#include <functional>
+
+#include <gtest/gtest.h>
+
+#include "lang/Error.h"
+#include "lang/IROperator.h"
+#include "lang/Param.h"
+#include "schedule/Lower.h"
+
+namespace kiln {
+namespace {
+
+// Every Var is named: implicit names ("v12") come from a process-wide counter, so two builds of
+// the same pipeline would differ in them.
+struct Blur {
+    ImageParam in{Float(32), 2, "in"};
+    Func blur_x{"blur_x"}, blur_y{"blur_y"};
+    std::vector<Func> outputs() const { return {blur_y}; }
+};
+
+Blur make_blur(float weight = 1.0f / 3) {
+    Blur b;
+    Var x("x"), y("y");
+    b.blur_x(x, y) = (b.in(x - 1, y) + b.in(x, y) + b.in(x + 1, y)) * weight;
+    b.blur_y(x, y) = (b.blur_x(x, y - 1) + b.blur_x(x, y) + b.blur_x(x, y + 1)) * weight;
+    return b;
+}
+
+/// Calls of two Funcs interleaved, so that call order differs from grouping by Func.
+void schedule_blur(Blur &b) {
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    b.blur_y.tile(x, y, xo, yo, xi, yi, 64, 32);
+    b.blur_x.compute_at(b.blur_y, xo);
+    b.blur_y.vectorize(xi, 8).parallel(yo);
+    b.blur_x.vectorize(x, 8);
+}
+
+/// A sum over a 2-D RDom, as an update of a 1-D Func.
+struct Total {
+    ImageParam in{Float(32), 2, "in"};
+    Func total{"total"};
+    RDom r{{{0, 64}, {0, 32}}, "r"};
+    std::vector<Func> outputs() const { return {total}; }
+};
+
+Total make_total() {
+    Total t;
+    Var x("x");
+    t.total(x) = 0.0f;
+    t.total(x) += t.in(x + t.r.x, t.r.y);
+    return t;
+}
+
+/// rfactor on r.y with the intermediate's name left to kiln, then a schedule of the intermediate.
+Func schedule_total(Total &t) {
+    Var x("x"), u("u");
+    Func intm = t.total.update(0).rfactor(t.r.y, u);
+    intm.compute_root();
+    intm.update(0).parallel(u);
+    t.total.vectorize(x, 4, TailStrategy::GuardWithIf);
+    return intm;
+}
+
+std::string error_of(const std::function<void()> &f) {
+    try {
+        f();
+    } catch (const CompileError &e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+Directive directive(const std::string &func, int stage, const std::string &primitive,
+                    std::vector<std::string> vars, std::vector<bool> is_rvar,
+                    std::vector<int64_t> ints = {}, const std::string &target = "",
+                    const std::string &option = "") {
+    Directive d;
+    d.func = func;
+    d.stage = stage;
+    d.primitive = primitive;
+    d.vars = std::move(vars);
+    d.is_rvar = std::move(is_rvar);
+    d.ints = std::move(ints);
+    d.target = target;
+    d.option = option;
+    return d;
+}
+
+void expect_same_directive(const Directive &want, const Directive &got, size_t i) {
+    SCOPED_TRACE("directive " + std::to_string(i));
+    EXPECT_EQ(want.func, got.func);
+    EXPECT_EQ(want.stage, got.stage);
+    EXPECT_EQ(want.primitive, got.primitive);
+    EXPECT_EQ(want.vars, got.vars);
+    EXPECT_EQ(want.is_rvar, got.is_rvar);
+    EXPECT_EQ(want.ints, got.ints);
+    EXPECT_EQ(want.target, got.target);
+    EXPECT_EQ(want.option, got.option);
+}
+
+void expect_same_directives(const std::vector<Directive> &want, const std::vector<Directive> &got) {
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); i++)
+        expect_same_directive(want[i], got[i], i);
+}
+
+TEST(ScheduleTrace, CaptureListsTheDirectivesOfAllFuncsInCallOrder) {
+    Blur b = make_blur();
+    schedule_blur(b);
+    ScheduleTrace trace = ScheduleTrace::capture(b.outputs());
+    const std::vector<bool> f1{false}, f3{false, false, false}, f4{false, false, false, false};
+    expect_same_directives(
+        {
+            directive("blur_y", 0, "split", {"x", "xo", "xi"}, f3, {64}, "", "Auto"),
+            directive("blur_y", 0, "split", {"y", "yo", "yi"}, f3, {32}, "", "Auto"),
+            directive("blur_y", 0, "reorder", {"xi", "yi", "xo", "yo"}, f4),
+            directive("blur_x", 0, "compute_at", {"xo"}, f1, {}, "blur_y"),
+            directive("blur_y", 0, "split", {"xi", "xi", "xi_vi"}, f3, {8}, "", "Auto"),
+            directive("blur_y", 0, "vectorize", {"xi_vi"}, f1),
+            directive("blur_y", 0, "parallel", {"yo"}, f1),
+            directive("blur_x", 0, "split", {"x", "x", "x_vi"}, f3, {8}, "", "Auto"),
+            directive("blur_x", 0, "vectorize", {"x_vi"}, f1),
+        },
+        trace.directives);
+    for (size_t i = 0; i < trace.directives.size(); i++) {
+        EXPECT_EQ(trace.directives[i].sequence, int64_t(i) + 1);
+    }
+    EXPECT_EQ(trace.algorithm_hash, algorithm_hash(b.outputs()));
+}
+
+TEST(ScheduleTrace, CaptureIncludesTheIntermediatesMadeByRfactor) {
+    Total t = make_total();
+    Func intm = schedule_total(t);
+    ScheduleTrace trace = ScheduleTrace::capture(t.outputs());
+    ASSERT_EQ(trace.directives.size(), 5u);
+    EXPECT_EQ(trace.directives[0].primitive, "rfactor");
+    EXPECT_EQ(trace.directives[0].target, intm.name());
+    EXPECT_EQ(trace.directives[1].func, intm.name());
+    EXPECT_EQ(trace.directives[1].primitive, "compute_root");
+    EXPECT_EQ(trace.directives[2].func, intm.name());
+    EXPECT_EQ(trace.directives[2].stage, 1);
+}
+
+TEST(ScheduleTrace, JsonRoundTripGivesAnEqualTrace) {
+    Total t = make_total();
+    schedule_total(t);
+    t.total.store_in(MemoryType::Stack).bound(Var("x"), 0, 64);
+    ScheduleTrace trace = ScheduleTrace::capture(t.outputs());
+    std::string text = trace.to_json_string();
+    ScheduleTrace back = ScheduleTrace::parse(text);
+    EXPECT_EQ(back.to_json_string(), text);
+    EXPECT_EQ(back.algorithm_hash, trace.algorithm_hash);
+    expect_same_directives(trace.directives, back.directives);
+    for (size_t i = 0; i < back.directives.size(); i++) {
+        EXPECT_EQ(back.directives[i].sequence, trace.directives[i].sequence);
+    }
+    EXPECT_TRUE(back == trace);
+}
+
+TEST(ScheduleTrace, JsonHasTheDocumentedShape) {
+    Blur b = make_blur();
+    b.blur_y.split(Var("x"), Var("xo"), Var("xi"), 8, TailStrategy::ShiftInwards);
+    nlohmann::json j = ScheduleTrace::capture(b.outputs()).to_json();
+    EXPECT_EQ(j["schema_version"], 1);
+    char hash[24];
+    std::snprintf(hash, sizeof(hash), "0x%016llx",
+                  static_cast<unsigned long long>(algorithm_hash(b.outputs())));
+    EXPECT_EQ(j["algorithm_hash"], hash);
+    nlohmann::json want = nlohmann::json::parse(R"({"func": "blur_y", "stage": 0,
+        "primitive": "split", "vars": ["x", "xo", "xi"], "rvars": [false, false, false],
+        "ints": [8], "target": "", "option": "ShiftInwards"})");
+    ASSERT_EQ(j["directives"].size(), 1u);
+    EXPECT_EQ(j["directives"][0], want);
+}
+
+TEST(ScheduleTrace, ParseAcceptsDirectivesWithTheEmptyFieldsLeftOut) {
+    ScheduleTrace trace = ScheduleTrace::parse(R"({"schema_version": 1, "algorithm_hash": "0x2a",
+        "directives": [{"func": "f", "primitive": "parallel", "vars": ["y"]},
+                       {"func": "f", "primitive": "compute_root"}]})");
+    EXPECT_EQ(trace.algorithm_hash, 42u);
+    expect_same_directives(
+        {directive("f", 0, "parallel", {"y"}, {false}), directive("f", 0, "compute_root", {}, {})},
+        trace.directives);
+}
+
+TEST(ScheduleTrace, ToCppPrintsOnePasteableCallPerLine) {
+    Total t = make_total();
+    Var x("x"), u("u");
+    Func intm = t.total.update(0).rfactor(t.r.y, u, "total_intm");
+    intm.compute_at(t.total, x).store_in(MemoryType::Stack);
+    intm.update(0).split(RVar("r.x"), RVar("r.xo"), RVar("r.xi"), 8, TailStrategy::RoundUp);
+    t.total.split(x, Var("xo"), Var("xi"), 16, TailStrategy::ShiftInwards);
+    t.total.vectorize(Var("xi"), 4).unroll(Var("xo"), 2, TailStrategy::GuardWithIf);
+    t.total.update(0).reorder(x, RVar("r.y")).parallel(x);
+    t.total.bound(x, 0, 64);
+    EXPECT_EQ(ScheduleTrace::capture(t.outputs()).to_cpp(),
+              "Func total_intm = total.update(0).rfactor(RVar(\"r.y\"), Var(\"u\"), "
+              "\"total_intm\");\n"
+              "total_intm.compute_at(total, Var(\"x\"));\n"
+              "total_intm.store_in(MemoryType::Stack);\n"
+              "total_intm.update(0).split(RVar(\"r.x\"), RVar(\"r.xo\"), RVar(\"r.xi\"), 8, "
+              "TailStrategy::RoundUp);\n"
+              "total.split(Var(\"x\"), Var(\"xo\"), Var(\"xi\"), 16, TailStrategy::ShiftInwards);\n"
+              "total.vectorize(Var(\"xi\"), 4, TailStrategy::Auto);\n"
+              "total.unroll(Var(\"xo\"), 2, TailStrategy::GuardWithIf);\n"
+              "total.update(0).reorder(Var(\"x\"), RVar(\"r.y\"));\n"
+              "total.update(0).parallel(Var(\"x\"));\n"
+              "total.bound(Var(\"x\"), 0, 64);\n");
+}
+
+TEST(ScheduleTrace, PastedCppRecordsTheSameTrace) {
+    Total recorded = make_total();
+    Func recorded_intm = recorded.total.update(0).rfactor(recorded.r.y, Var("u"), "total_intm");
+    recorded_intm.compute_root();
+    recorded.total.vectorize(Var("x"), 4, TailStrategy::RoundUp);
+    ScheduleTrace trace = ScheduleTrace::capture(recorded.outputs());
+    ASSERT_EQ(trace.to_cpp(),
+              "Func total_intm = total.update(0).rfactor(RVar(\"r.y\"), Var(\"u\"), "
+              "\"total_intm\");\n"
+              "total_intm.compute_root();\n"
+              "total.vectorize(Var(\"x\"), 4, TailStrategy::RoundUp);\n");
+
+    Total pasted = make_total();
+    Func total = pasted.total;
+    // The text above, pasted.
+    Func total_intm = total.update(0).rfactor(RVar("r.y"), Var("u"), "total_intm");
+    total_intm.compute_root();
+    total.vectorize(Var("x"), 4, TailStrategy::RoundUp);
+    EXPECT_TRUE(ScheduleTrace::capture(pasted.outputs()) == trace);
+}
+
+TEST(ScheduleTrace, ReplayOnAFreshPipelineGivesIdenticalLoweredIR) {
+    Blur original = make_blur();
+    schedule_blur(original);
+    ScheduleTrace trace = ScheduleTrace::capture(original.outputs());
+
+    Blur fresh = make_blur();
+    trace.apply(fresh.outputs());
+    EXPECT_TRUE(ScheduleTrace::capture(fresh.outputs()) == trace);
+    std::string want = lower_to_text(original.outputs(), "blur");
+    EXPECT_NE(want.find("vectorized"), std::string::npos) << want;
+    EXPECT_EQ(lower_to_text(fresh.outputs(), "blur"), want);
+}
+
+TEST(ScheduleTrace, ReplayWithRfactorGivesIdenticalLoweredIR) {
+    Total original = make_total();
+    schedule_total(original);
+    ScheduleTrace trace =
+        ScheduleTrace::parse(ScheduleTrace::capture(original.outputs()).to_json_string());
+
+    Total fresh = make_total();
+    trace.apply(fresh.outputs());
+    EXPECT_TRUE(ScheduleTrace::capture(fresh.outputs()) == trace);
+    std::string want = lower_to_text(original.outputs(), "total");
+    EXPECT_NE(want.find("parallel (" + trace.directives[0].target + ".s1.u"), std::string::npos)
+        << want;
+    EXPECT_EQ(lower_to_text(fresh.outputs(), "total"), want);
+}
+
+TEST(ScheduleTrace, SchedulingAndRfactorDoNotChangeTheAlgorithmHash) {
+    Total t = make_total();
+    uint64_t before = algorithm_hash(t.outputs());
+    EXPECT_EQ(algorithm_hash(make_total().outputs()), before);
+    schedule_total(t);
+    EXPECT_EQ(algorithm_hash(t.outputs()), before);
+}
+
+TEST(ScheduleTrace, AChangedConstantChangesTheAlgorithmHash) {
+    EXPECT_NE(algorithm_hash(make_blur(0.25f).outputs()), algorithm_hash(make_blur().outputs()));
+}
+
+TEST(ScheduleTrace, ReplayOnADifferentAlgorithmFailsNamingBothHashes) {
+    Blur original = make_blur();
+    schedule_blur(original);
+    ScheduleTrace trace = ScheduleTrace::capture(original.outputs());
+    Blur other = make_blur(0.25f);
+    std::string message = error_of([&] { trace.apply(other.outputs()); });
+    char want[200];
+    std::snprintf(want, sizeof(want),
+                  "schedule trace: recorded for a different algorithm (hash 0x%016llx, this "
+                  "pipeline has 0x%016llx); rebuild the pipeline it was recorded on",
+                  static_cast<unsigned long long>(trace.algorithm_hash),
+                  static_cast<unsigned long long>(algorithm_hash(other.outputs())));
+    EXPECT_EQ(message, want);
+    EXPECT_TRUE(other.blur_y.directives().empty());
+}
+
+TEST(ScheduleTrace, ReplayNamingAnUnknownFuncFailsListingThePipelinesFuncs) {
+    Blur original = make_blur();
+    schedule_blur(original);
+    nlohmann::json j = ScheduleTrace::capture(original.outputs()).to_json();
+    j["directives"][6]["func"] = "blur_z";
+    ScheduleTrace trace = ScheduleTrace::from_json(j);
+    Blur fresh = make_blur();
+    EXPECT_EQ(error_of([&] { trace.apply(fresh.outputs()); }),
+              "schedule trace: directives[6] (parallel of 'blur_z') names Func 'blur_z', which "
+              "this pipeline does not have; its Funcs are blur_x, blur_y");
+    EXPECT_TRUE(fresh.blur_y.directives().empty()) << "nothing is applied before the check";
+}
+
+TEST(ScheduleTrace, ParseRejectsAnotherSchemaVersion) {
+    EXPECT_EQ(error_of([] {
+                  ScheduleTrace::parse(
+                      R"({"schema_version": 7, "algorithm_hash": "0x1", "directives": []})");
+              }),
+              "schedule trace: schema version 7 is not supported (this kiln reads version 1)");
+}
+
+TEST(ScheduleTrace, ParseRejectsAMissingFieldNamingIt) {
+    EXPECT_EQ(error_of([] {
+                  ScheduleTrace::parse(R"({"schema_version": 1, "algorithm_hash": "0x1",
+                      "directives": [{"func": "f", "vars": ["x"]}]})");
+              }),
+              "schedule trace: missing field 'directives[0].primitive'");
+}
+
+TEST(ScheduleTrace, ParseRejectsAFieldOfTheWrongTypeNamingIt) {
+    EXPECT_EQ(error_of([] {
+                  ScheduleTrace::parse(R"({"schema_version": 1, "algorithm_hash": "0x1",
+                      "directives": [{"func": "f", "primitive": "split", "vars": ["x", "xo", "xi"],
+                                      "ints": ["8"]}]})");
+              }),
+              "schedule trace: field 'directives[0].ints[0]' must be an integer, got string \"8\"");
+}
+
+TEST(ScheduleTrace, ParseRejectsADirectiveWithTheWrongNumberOfVariables) {
+    EXPECT_EQ(error_of([] {
+                  ScheduleTrace::parse(R"({"schema_version": 1, "algorithm_hash": "0x1",
+                      "directives": [{"func": "f", "primitive": "split", "vars": ["x", "xo"],
+                                      "ints": [8]}]})");
+              }),
+              "schedule trace: directives[0] (split of 'f') needs 3 variables, got 2");
+}
+
+TEST(ScheduleTrace, ParseRejectsAnUnknownPrimitiveListingTheKnownOnes) {
+    EXPECT_EQ(error_of([] {
+                  ScheduleTrace::parse(R"({"schema_version": 1, "algorithm_hash": "0x1",
+                      "directives": [{"func": "f", "primitive": "gpu_warp", "vars": ["x"]}]})");
+              }),
+              "schedule trace: directives[0] has unknown primitive 'gpu_warp'; this kiln knows "
+              "split, fuse, reorder, vectorize, unroll, parallel, serial, rfactor, compute_at, "
+              "store_at, compute_root, store_root, compute_inline, reorder_storage, bound, "
+              "store_in");
+}
+
+TEST(ScheduleTrace, ParseRejectsTextThatIsNotJson) {
+    EXPECT_EQ(error_of([] {
+                  ScheduleTrace::parse("{\"schema_version\": ");
+              }).rfind("schedule trace: the text is not valid JSON (", 0),
+              0u);
+}
+
+TEST(ScheduleTrace, ReplayOntoAnAlreadyScheduledPipelineFails) {
+    Blur original = make_blur();
+    schedule_blur(original);
+    ScheduleTrace trace = ScheduleTrace::capture(original.outputs());
+    Blur scheduled = make_blur();
+    scheduled.blur_x.compute_root();
+    EXPECT_EQ(error_of([&] { trace.apply(scheduled.outputs()); }),
+              "schedule trace: 'blur_x' already has 1 scheduling directive (the first is "
+              "compute_root); replay a trace only on a freshly built pipeline, before any "
+              "scheduling call");
+}
+
+} // namespace
+} // namespace kiln
