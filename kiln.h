@@ -1,6 +1,7 @@
 // The one header kiln users include.
 #pragma once
 
+#include "codegen/Pipeline.h"
 #include "lang/BoundaryConditions.h"
 #include "lang/Buffer.h"
 #include "lang/Error.h"
@@ -12,6 +13,5 @@
 #include "lang/Reduce.h"
 #include "lang/ReferenceEvaluator.h"
 #include "lang/Var.h"
-#include "codegen/Pipeline.h"
 #include "schedule/Lower.h"
 #include "schedule/ScheduleTrace.h"

@@ -536,8 +536,25 @@ private:
 
     void visit(const AssertStmt *op) override {
         llvm::Value *ok = codegen(op->condition);
-        return_unless(ok,
-                      [&] { return call_kiln_error(kiln_error_assertion_failed, op->message); });
+        return_unless(ok, [&]() -> llvm::Value * {
+            if (op->args.empty()) return call_kiln_error(op->error_code, op->message);
+            // The message is a printf format; its values are computed only on failure. Varargs
+            // take ints of at most 32 bits as int, int64 as long long, floats as double.
+            llvm::Value *format = builder.CreateGlobalString(op->message, "format", 0, &module);
+            std::vector<llvm::Value *> call_args{builder.getInt32(op->error_code), format};
+            for (const Expr &a : op->args) {
+                llvm::Value *v = codegen(a);
+                Type t = a.type();
+                if (t.is_float()) {
+                    v = builder.CreateFPExt(v, builder.getDoubleTy());
+                } else if (t.bits < 32) {
+                    v = t.is_int() ? builder.CreateSExt(v, builder.getInt32Ty())
+                                   : builder.CreateZExt(v, builder.getInt32Ty());
+                }
+                call_args.push_back(v);
+            }
+            return builder.CreateCall(kiln_error_fn, call_args);
+        });
     }
 
     void visit(const For *op) override {

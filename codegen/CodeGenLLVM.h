@@ -7,8 +7,9 @@
 //    JIT and the tuner call this one.
 // Both return kiln_success (0) or a kiln_error_code_t after recording a message with kiln_error:
 // each buffer is checked with kiln_buffer_check at entry (a null buffer gives
-// kiln_error_buffer_argument_null), a failed AssertStmt gives kiln_error_assertion_failed, a
-// failed heap allocation kiln_error_out_of_memory, and a failing parallel task its own code.
+// kiln_error_buffer_argument_null), a failed AssertStmt returns its error_code (its message is a
+// printf format for its args, evaluated only on failure), a failed heap allocation
+// kiln_error_out_of_memory, and a failing parallel task its own code.
 //
 // How IR maps to LLVM, where a choice was made:
 //  - integer + - * wrap (no nsw/nuw); / and % are Euclidean, 0 for a zero divisor, and never trap

@@ -83,9 +83,10 @@ std::string cache_key(const LoweredFunc &f, const Target &t) {
 
 kiln_type_t runtime_type(Type t) {
     kiln_type_t r;
-    r.code = t.is_int() ? kiln_type_int : t.is_uint() ? kiln_type_uint
-                                         : t.is_float() ? kiln_type_float
-                                                        : kiln_type_bool;
+    r.code = t.is_int()     ? kiln_type_int
+             : t.is_uint()  ? kiln_type_uint
+             : t.is_float() ? kiln_type_float
+                            : kiln_type_bool;
     r.bits = t.is_bool() ? 1 : t.bits;
     r.lanes = 1;
     return r;
@@ -201,9 +202,15 @@ const LoweredFunc &CompiledPipeline::lowered() const {
     if (!func) runtime_error("the pipeline is not compiled");
     return *func;
 }
-std::string CompiledPipeline::llvm_ir() const { return module->llvm_ir(); }
-std::string CompiledPipeline::assembly() const { return module->assembly(); }
-double CompiledPipeline::compile_time_ms() const { return module->compile_time_ms(); }
+std::string CompiledPipeline::llvm_ir() const {
+    return module->llvm_ir();
+}
+std::string CompiledPipeline::assembly() const {
+    return module->assembly();
+}
+double CompiledPipeline::compile_time_ms() const {
+    return module->compile_time_ms();
+}
 
 LoweredFunc Pipeline::lower(const std::string &name) const {
     if (outputs.empty()) user_error("a Pipeline needs at least one output Func");
@@ -241,8 +248,12 @@ void Pipeline::realize(const std::vector<BufferBase> &bufs, const Target &target
     compile_jit(target).realize_into(bufs);
 }
 
-JITCacheStats jit_cache_stats() { return cache().get_stats(); }
-void clear_jit_cache() { cache().clear(); }
+JITCacheStats jit_cache_stats() {
+    return cache().get_stats();
+}
+void clear_jit_cache() {
+    cache().clear();
+}
 
 BufferBase Func::realize(const std::vector<int> &extents) const {
     return Pipeline(*this).realize(extents);

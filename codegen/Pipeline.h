@@ -55,7 +55,8 @@ public:
     CompiledPipeline compile_jit(const Target &target = Target::host()) const;
 
     /// Compiles if needed and evaluates the single-valued output over [0, extents).
-    BufferBase realize(const std::vector<int> &extents, const Target &target = Target::host()) const;
+    BufferBase realize(const std::vector<int> &extents,
+                       const Target &target = Target::host()) const;
     /// Compiles if needed and evaluates into the given buffers (one per output value).
     void realize(const std::vector<BufferBase> &outputs,
                  const Target &target = Target::host()) const;

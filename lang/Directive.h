@@ -13,10 +13,10 @@ namespace kiln {
 
 /// How a split handles an extent that is not a multiple of the factor.
 enum class TailStrategy : uint8_t {
-    Auto,          ///< ShiftInwards for pure definitions writing only their own site, else Guard
-    GuardWithIf,   ///< the last iteration skips points past the end
-    ShiftInwards,  ///< the last iteration shifts inwards and recomputes some points
-    RoundUp,       ///< compute past the end (the realization is rounded up)
+    Auto,         ///< ShiftInwards for pure definitions writing only their own site, else Guard
+    GuardWithIf,  ///< the last iteration skips points past the end
+    ShiftInwards, ///< the last iteration shifts inwards and recomputes some points
+    RoundUp,      ///< compute past the end (the realization is rounded up)
 };
 const char *tail_strategy_name(TailStrategy t);
 bool parse_tail_strategy(const std::string &s, TailStrategy *out);

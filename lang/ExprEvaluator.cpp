@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstring>
 #include <iomanip>
-#include <limits>
 #include <optional>
 #include <sstream>
 

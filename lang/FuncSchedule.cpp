@@ -15,10 +15,14 @@ namespace kiln {
 
 const char *tail_strategy_name(TailStrategy t) {
     switch (t) {
-    case TailStrategy::Auto: return "Auto";
-    case TailStrategy::GuardWithIf: return "GuardWithIf";
-    case TailStrategy::ShiftInwards: return "ShiftInwards";
-    case TailStrategy::RoundUp: return "RoundUp";
+    case TailStrategy::Auto:
+        return "Auto";
+    case TailStrategy::GuardWithIf:
+        return "GuardWithIf";
+    case TailStrategy::ShiftInwards:
+        return "ShiftInwards";
+    case TailStrategy::RoundUp:
+        return "RoundUp";
     }
     return "?";
 }
@@ -74,8 +78,10 @@ Stage &Stage::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVa
                     int factor, TailStrategy tail) {
     check_factor(*this, "split", old, factor);
     if (outer.name() == inner.name()) {
-        user_error("split of '", old.name(), "' in '", name(), "': the outer and inner names are "
-                   "both '", outer.name(), "'; give them different names");
+        user_error("split of '", old.name(), "' in '", name(),
+                   "': the outer and inner names are "
+                   "both '",
+                   outer.name(), "'; give them different names");
     }
     return record("split", {old, outer, inner}, {factor}, tail_strategy_name(tail));
 }
@@ -96,16 +102,16 @@ Stage &Stage::reorder(const std::vector<VarOrRVar> &vars) {
     return record("reorder", vars);
 }
 
-Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo,
-                   const VarOrRVar &yo, const VarOrRVar &xi, const VarOrRVar &yi, int xfactor,
-                   int yfactor, TailStrategy tail) {
+Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
+                   const VarOrRVar &xi, const VarOrRVar &yi, int xfactor, int yfactor,
+                   TailStrategy tail) {
     split(x, xo, xi, xfactor, tail);
     split(y, yo, yi, yfactor, tail);
     return reorder({xi, yi, xo, yo});
 }
 
-Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi,
-                   const VarOrRVar &yi, int xfactor, int yfactor, TailStrategy tail) {
+Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi, const VarOrRVar &yi,
+                   int xfactor, int yfactor, TailStrategy tail) {
     return tile(x, y, x, y, xi, yi, xfactor, yfactor, tail);
 }
 
@@ -118,13 +124,16 @@ Stage &Stage::tile(const std::vector<VarOrRVar> &vars, const std::vector<VarOrRV
                    inners.size(), " inner names and ", factors.size(),
                    " factors; give the same number of each");
     }
-    for (size_t i = 0; i < n; i++) split(vars[i], outers[i], inners[i], factors[i], tail);
+    for (size_t i = 0; i < n; i++)
+        split(vars[i], outers[i], inners[i], factors[i], tail);
     std::vector<VarOrRVar> order(inners);
     order.insert(order.end(), outers.begin(), outers.end());
     return reorder(order);
 }
 
-Stage &Stage::vectorize(const VarOrRVar &var) { return record("vectorize", {var}); }
+Stage &Stage::vectorize(const VarOrRVar &var) {
+    return record("vectorize", {var});
+}
 
 Stage &Stage::vectorize(const VarOrRVar &var, int factor, TailStrategy tail) {
     check_factor(*this, "vectorize", var, factor);
@@ -133,7 +142,9 @@ Stage &Stage::vectorize(const VarOrRVar &var, int factor, TailStrategy tail) {
     return vectorize(inner);
 }
 
-Stage &Stage::unroll(const VarOrRVar &var) { return record("unroll", {var}); }
+Stage &Stage::unroll(const VarOrRVar &var) {
+    return record("unroll", {var});
+}
 
 Stage &Stage::unroll(const VarOrRVar &var, int factor, TailStrategy tail) {
     check_factor(*this, "unroll", var, factor);
@@ -142,8 +153,12 @@ Stage &Stage::unroll(const VarOrRVar &var, int factor, TailStrategy tail) {
     return unroll(inner);
 }
 
-Stage &Stage::parallel(const VarOrRVar &var) { return record("parallel", {var}); }
-Stage &Stage::serial(const VarOrRVar &var) { return record("serial", {var}); }
+Stage &Stage::parallel(const VarOrRVar &var) {
+    return record("parallel", {var});
+}
+Stage &Stage::serial(const VarOrRVar &var) {
+    return record("serial", {var});
+}
 
 namespace {
 
@@ -220,8 +235,10 @@ private:
 Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
     FunctionContents &f = *func;
     if (index == 0) {
-        user_error("rfactor: '", f.name, "' pure definition has no RDom; call rfactor on an "
-                   "update, e.g. ", f.name, ".update(0).rfactor(r, v)");
+        user_error("rfactor: '", f.name,
+                   "' pure definition has no RDom; call rfactor on an "
+                   "update, e.g. ",
+                   f.name, ".update(0).rfactor(r, v)");
     }
     Definition &d = f.updates[index - 1];
     std::string where = this->name();
@@ -230,7 +247,8 @@ Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
                             [&](const ReductionVariable &rv) { return rv.name == r.name(); });
     if (pos == d.rdom->vars.end()) {
         std::string legal;
-        for (const auto &rv : d.rdom->vars) legal += (legal.empty() ? "" : ", ") + rv.name;
+        for (const auto &rv : d.rdom->vars)
+            legal += (legal.empty() ? "" : ", ") + rv.name;
         user_error("rfactor: '", r.name(), "' is not an RVar of ", where, "; its RVars are ",
                    legal);
     }
@@ -292,38 +310,41 @@ Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
     Stage(contents, 0).call;                                                                       \
     return *this;
 
-Func &Func::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner,
-                  int factor, TailStrategy tail) {
-    KILN_FORWARD_TO_STAGE(split(old, outer, inner, factor, tail))
+Func &Func::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner, int factor,
+                  TailStrategy tail){
+    KILN_FORWARD_TO_STAGE(split(old, outer, inner, factor,
+                                tail))} Func &Func::fuse(const VarOrRVar &inner,
+                                                         const VarOrRVar &outer,
+                                                         const VarOrRVar &fused){
+    KILN_FORWARD_TO_STAGE(fuse(inner, outer,
+                               fused))} Func &Func::reorder(const std::vector<VarOrRVar> &vars){
+    KILN_FORWARD_TO_STAGE(reorder(vars))} Func &Func::tile(const VarOrRVar &x, const VarOrRVar &y,
+                                                           const VarOrRVar &xo, const VarOrRVar &yo,
+                                                           const VarOrRVar &xi, const VarOrRVar &yi,
+                                                           int xfactor, int yfactor,
+                                                           TailStrategy tail){
+    KILN_FORWARD_TO_STAGE(tile(x, y, xo, yo, xi, yi, xfactor, yfactor,
+                               tail))} Func &Func::tile(const VarOrRVar &x, const VarOrRVar &y,
+                                                        const VarOrRVar &xi, const VarOrRVar &yi,
+                                                        int xfactor, int yfactor,
+                                                        TailStrategy tail){
+    KILN_FORWARD_TO_STAGE(tile(x, y, xi, yi, xfactor, yfactor,
+                               tail))} Func &Func::tile(const std::vector<VarOrRVar> &vars,
+                                                        const std::vector<VarOrRVar> &outers,
+                                                        const std::vector<VarOrRVar> &inners,
+                                                        const std::vector<int> &factors,
+                                                        TailStrategy tail){
+    KILN_FORWARD_TO_STAGE(tile(vars, outers, inners, factors,
+                               tail))} Func &Func::vectorize(const VarOrRVar &var){
+    KILN_FORWARD_TO_STAGE(vectorize(var))} Func &Func::vectorize(const VarOrRVar &var, int factor,
+                                                                 TailStrategy tail){
+    KILN_FORWARD_TO_STAGE(vectorize(var, factor, tail))} Func &Func::unroll(const VarOrRVar &var){
+    KILN_FORWARD_TO_STAGE(unroll(var))} Func &Func::unroll(const VarOrRVar &var, int factor,
+                                                           TailStrategy tail){
+    KILN_FORWARD_TO_STAGE(unroll(var, factor, tail))} Func &Func::parallel(const VarOrRVar &var){
+    KILN_FORWARD_TO_STAGE(parallel(var))} Func &Func::serial(const VarOrRVar &var) {
+    KILN_FORWARD_TO_STAGE(serial(var))
 }
-Func &Func::fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused) {
-    KILN_FORWARD_TO_STAGE(fuse(inner, outer, fused))
-}
-Func &Func::reorder(const std::vector<VarOrRVar> &vars) { KILN_FORWARD_TO_STAGE(reorder(vars)) }
-Func &Func::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
-                 const VarOrRVar &xi, const VarOrRVar &yi, int xfactor, int yfactor,
-                 TailStrategy tail) {
-    KILN_FORWARD_TO_STAGE(tile(x, y, xo, yo, xi, yi, xfactor, yfactor, tail))
-}
-Func &Func::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi, const VarOrRVar &yi,
-                 int xfactor, int yfactor, TailStrategy tail) {
-    KILN_FORWARD_TO_STAGE(tile(x, y, xi, yi, xfactor, yfactor, tail))
-}
-Func &Func::tile(const std::vector<VarOrRVar> &vars, const std::vector<VarOrRVar> &outers,
-                 const std::vector<VarOrRVar> &inners, const std::vector<int> &factors,
-                 TailStrategy tail) {
-    KILN_FORWARD_TO_STAGE(tile(vars, outers, inners, factors, tail))
-}
-Func &Func::vectorize(const VarOrRVar &var) { KILN_FORWARD_TO_STAGE(vectorize(var)) }
-Func &Func::vectorize(const VarOrRVar &var, int factor, TailStrategy tail) {
-    KILN_FORWARD_TO_STAGE(vectorize(var, factor, tail))
-}
-Func &Func::unroll(const VarOrRVar &var) { KILN_FORWARD_TO_STAGE(unroll(var)) }
-Func &Func::unroll(const VarOrRVar &var, int factor, TailStrategy tail) {
-    KILN_FORWARD_TO_STAGE(unroll(var, factor, tail))
-}
-Func &Func::parallel(const VarOrRVar &var) { KILN_FORWARD_TO_STAGE(parallel(var)) }
-Func &Func::serial(const VarOrRVar &var) { KILN_FORWARD_TO_STAGE(serial(var)) }
 #undef KILN_FORWARD_TO_STAGE
 
 namespace {
@@ -384,7 +405,8 @@ Func &Func::reorder_storage(const std::vector<Var> &vars) {
     for (const Var &v : vars) {
         if (std::find(args().begin(), args().end(), v.name()) == args().end()) {
             std::string legal;
-            for (const std::string &a : args()) legal += (legal.empty() ? "" : ", ") + a;
+            for (const std::string &a : args())
+                legal += (legal.empty() ? "" : ", ") + a;
             user_error("reorder_storage: '", v.name(), "' is not a dimension of '", name(),
                        "'; its dimensions are ", legal);
         }
@@ -396,7 +418,8 @@ Func &Func::reorder_storage(const std::vector<Var> &vars) {
 Func &Func::bound(const Var &var, int min, int extent) {
     if (std::find(args().begin(), args().end(), var.name()) == args().end()) {
         std::string legal;
-        for (const std::string &a : args()) legal += (legal.empty() ? "" : ", ") + a;
+        for (const std::string &a : args())
+            legal += (legal.empty() ? "" : ", ") + a;
         user_error("bound: '", var.name(), "' is not a dimension of '", name(),
                    "'; its dimensions are ", legal);
     }

@@ -30,7 +30,7 @@ struct FunctionContents {
     std::vector<Type> output_types;
     Definition init; ///< empty values until the pure definition is given
     std::vector<Definition> updates;
-    std::vector<Expr> shape; ///< the output extents given to compute(), if any
+    std::vector<Expr> shape;           ///< the output extents given to compute(), if any
     std::vector<Directive> directives; ///< scheduling calls, in the order they were made
     /// rfactor rewrites updates; the algorithm as the user wrote it is kept for hashing.
     std::vector<Definition> original_updates;

@@ -10,7 +10,8 @@ namespace {
 
 template <typename T, typename... Args>
 Expr make_expr(Args &&...args) {
-    return Expr(std::shared_ptr<const BaseExprNode>(std::make_shared<T>(std::forward<Args>(args)...)));
+    return Expr(
+        std::shared_ptr<const BaseExprNode>(std::make_shared<T>(std::forward<Args>(args)...)));
 }
 
 template <typename T>
@@ -38,9 +39,11 @@ void check_same_type(const Expr &a, const Expr &b, const char *node) {
 const char *node_type_name(IRNodeType t) {
     switch (t) {
 #define EXPR_NODE(Name)                                                                            \
-    case IRNodeType::Name: return #Name;
+    case IRNodeType::Name:                                                                         \
+        return #Name;
 #define STMT_NODE(Name)                                                                            \
-    case IRNodeType::Name: return #Name;
+    case IRNodeType::Name:                                                                         \
+        return #Name;
 #include "lang/IRNodes.def"
     }
     return "?";
@@ -48,23 +51,34 @@ const char *node_type_name(IRNodeType t) {
 
 const char *for_type_name(ForType t) {
     switch (t) {
-    case ForType::Serial: return "for";
-    case ForType::Parallel: return "parallel";
-    case ForType::Vectorized: return "vectorized";
-    case ForType::Unrolled: return "unrolled";
-    case ForType::GPUBlock: return "gpu_block";
-    case ForType::GPUThread: return "gpu_thread";
+    case ForType::Serial:
+        return "for";
+    case ForType::Parallel:
+        return "parallel";
+    case ForType::Vectorized:
+        return "vectorized";
+    case ForType::Unrolled:
+        return "unrolled";
+    case ForType::GPUBlock:
+        return "gpu_block";
+    case ForType::GPUThread:
+        return "gpu_thread";
     }
     return "?";
 }
 
 const char *memory_type_name(MemoryType t) {
     switch (t) {
-    case MemoryType::Auto: return "auto";
-    case MemoryType::Stack: return "stack";
-    case MemoryType::Heap: return "heap";
-    case MemoryType::Register: return "register";
-    case MemoryType::GPUShared: return "gpu_shared";
+    case MemoryType::Auto:
+        return "auto";
+    case MemoryType::Stack:
+        return "stack";
+    case MemoryType::Heap:
+        return "heap";
+    case MemoryType::Register:
+        return "register";
+    case MemoryType::GPUShared:
+        return "gpu_shared";
     }
     return "?";
 }
@@ -117,7 +131,7 @@ Expr Variable::make(Type t, const std::string &name, std::shared_ptr<ParameterCo
 #define KILN_ARITH_MAKE(Name)                                                                      \
     Expr Name::make(Expr a, Expr b) {                                                              \
         check_same_type(a, b, #Name);                                                              \
-        internal_assert(!a.type().is_bool(), #Name ": bool operands");                            \
+        internal_assert(!a.type().is_bool(), #Name ": bool operands");                             \
         Type t = a.type();                                                                         \
         return make_expr<Name>(t, std::move(a), std::move(b));                                     \
     }
@@ -224,7 +238,8 @@ Expr Let::make(const std::string &name, Expr value, Expr body) {
 Expr Call::make(Type t, const std::string &name, std::vector<Expr> args, CallType call_type,
                 std::shared_ptr<FunctionContents> func, int value_index,
                 std::shared_ptr<ParameterContents> param, std::shared_ptr<BufferContents> buffer) {
-    for (const Expr &a : args) internal_assert(a.defined(), "Call to ", name, ": undefined arg");
+    for (const Expr &a : args)
+        internal_assert(a.defined(), "Call to ", name, ": undefined arg");
     if (call_type == Func) internal_assert(func != nullptr, "Call to Func ", name, " without func");
     if (call_type == Image) {
         internal_assert(param || buffer, "Call to image ", name, " without param or buffer");
@@ -249,7 +264,8 @@ Stmt LetStmt::make(const std::string &name, Expr value, Stmt body) {
 
 Stmt AssertStmt::make(Expr condition, const std::string &message, std::vector<Expr> args,
                       int error_code) {
-    for (const Expr &a : args) internal_assert(a.defined(), "AssertStmt: undefined message arg");
+    for (const Expr &a : args)
+        internal_assert(a.defined(), "AssertStmt: undefined message arg");
     check_defined(condition, "AssertStmt", "condition");
     internal_assert(condition.type() == Bool(), "AssertStmt: condition must be scalar bool");
     auto n = new_stmt<AssertStmt>();
@@ -265,8 +281,7 @@ Stmt For::make(const std::string &name, Expr min, Expr extent, ForType for_type,
     check_defined(extent, "For", "extent");
     check_defined(body, "For", "body");
     internal_assert(min.type() == Int(32) && extent.type() == Int(32),
-                    "For: min and extent must be int32, got ", min.type(), " and ",
-                    extent.type());
+                    "For: min and extent must be int32, got ", min.type(), " and ", extent.type());
     auto n = new_stmt<For>();
     n->name = name;
     n->min = std::move(min);
@@ -278,8 +293,10 @@ Stmt For::make(const std::string &name, Expr min, Expr extent, ForType for_type,
 
 Stmt Provide::make(const std::string &name, std::vector<Expr> values, std::vector<Expr> args) {
     internal_assert(!values.empty(), "Provide to ", name, " without values");
-    for (const Expr &v : values) internal_assert(v.defined(), "Provide: undefined value");
-    for (const Expr &a : args) internal_assert(a.defined(), "Provide: undefined arg");
+    for (const Expr &v : values)
+        internal_assert(v.defined(), "Provide: undefined value");
+    for (const Expr &a : args)
+        internal_assert(a.defined(), "Provide: undefined arg");
     auto n = new_stmt<Provide>();
     n->name = name;
     n->values = std::move(values);
@@ -355,7 +372,8 @@ Stmt Block::make(Stmt first, Stmt rest) {
 
 Stmt Block::make(const std::vector<Stmt> &stmts) {
     Stmt result;
-    for (auto it = stmts.rbegin(); it != stmts.rend(); ++it) result = make(*it, result);
+    for (auto it = stmts.rbegin(); it != stmts.rend(); ++it)
+        result = make(*it, result);
     return result;
 }
 

@@ -87,7 +87,7 @@ struct Variable : ExprNode<IRNodeType::Variable> {
 #define KILN_BINARY_NODE(Name)                                                                     \
     struct Name : ExprNode<IRNodeType::Name> {                                                     \
         Expr a, b;                                                                                 \
-        Name(Type t, Expr x, Expr y) : ExprNode(t), a(std::move(x)), b(std::move(y)) {}           \
+        Name(Type t, Expr x, Expr y) : ExprNode(t), a(std::move(x)), b(std::move(y)) {}            \
         static Expr make(Expr a, Expr b);                                                          \
     };
 KILN_BINARY_NODE(Add)
@@ -163,10 +163,10 @@ struct Call : ExprNode<IRNodeType::Call> {
     std::string name;
     std::vector<Expr> args;
     CallType call_type;
-    int value_index = 0;                         ///< which value of a multi-valued Func
-    std::shared_ptr<FunctionContents> func;      ///< for Func calls
-    std::shared_ptr<ParameterContents> param;    ///< for Image calls to an ImageParam
-    std::shared_ptr<BufferContents> buffer;      ///< for Image calls to a concrete Buffer
+    int value_index = 0;                      ///< which value of a multi-valued Func
+    std::shared_ptr<FunctionContents> func;   ///< for Func calls
+    std::shared_ptr<ParameterContents> param; ///< for Image calls to an ImageParam
+    std::shared_ptr<BufferContents> buffer;   ///< for Image calls to a concrete Buffer
     Call(Type t, std::string n, std::vector<Expr> a, CallType ct)
         : ExprNode(t), name(std::move(n)), args(std::move(a)), call_type(ct) {}
     static Expr make(Type t, const std::string &name, std::vector<Expr> args, CallType call_type,

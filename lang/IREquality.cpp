@@ -10,59 +10,123 @@ namespace kiln {
 namespace {
 
 // The fields that make up each node's identity, listed once and used by both compare and hash.
-auto fields(const IntImm *op) { return std::tie(op->value); }
-auto fields(const UIntImm *op) { return std::tie(op->value); }
-auto fields(const FloatImm *op) { return std::tie(op->value); }
-auto fields(const Cast *op) { return std::tie(op->value); }
-auto fields(const Variable *op) { return std::tie(op->name); }
-auto fields(const Add *op) { return std::tie(op->a, op->b); }
-auto fields(const Sub *op) { return std::tie(op->a, op->b); }
-auto fields(const Mul *op) { return std::tie(op->a, op->b); }
-auto fields(const Div *op) { return std::tie(op->a, op->b); }
-auto fields(const Mod *op) { return std::tie(op->a, op->b); }
-auto fields(const Min *op) { return std::tie(op->a, op->b); }
-auto fields(const Max *op) { return std::tie(op->a, op->b); }
-auto fields(const EQ *op) { return std::tie(op->a, op->b); }
-auto fields(const NE *op) { return std::tie(op->a, op->b); }
-auto fields(const LT *op) { return std::tie(op->a, op->b); }
-auto fields(const LE *op) { return std::tie(op->a, op->b); }
-auto fields(const GT *op) { return std::tie(op->a, op->b); }
-auto fields(const GE *op) { return std::tie(op->a, op->b); }
-auto fields(const And *op) { return std::tie(op->a, op->b); }
-auto fields(const Or *op) { return std::tie(op->a, op->b); }
-auto fields(const Not *op) { return std::tie(op->a); }
+auto fields(const IntImm *op) {
+    return std::tie(op->value);
+}
+auto fields(const UIntImm *op) {
+    return std::tie(op->value);
+}
+auto fields(const FloatImm *op) {
+    return std::tie(op->value);
+}
+auto fields(const Cast *op) {
+    return std::tie(op->value);
+}
+auto fields(const Variable *op) {
+    return std::tie(op->name);
+}
+auto fields(const Add *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const Sub *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const Mul *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const Div *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const Mod *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const Min *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const Max *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const EQ *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const NE *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const LT *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const LE *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const GT *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const GE *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const And *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const Or *op) {
+    return std::tie(op->a, op->b);
+}
+auto fields(const Not *op) {
+    return std::tie(op->a);
+}
 auto fields(const Select *op) {
     return std::tie(op->condition, op->true_value, op->false_value);
 }
-auto fields(const Load *op) { return std::tie(op->name, op->index, op->predicate); }
-auto fields(const Ramp *op) { return std::tie(op->base, op->stride, op->lanes); }
-auto fields(const Broadcast *op) { return std::tie(op->value, op->lanes); }
-auto fields(const Let *op) { return std::tie(op->name, op->value, op->body); }
+auto fields(const Load *op) {
+    return std::tie(op->name, op->index, op->predicate);
+}
+auto fields(const Ramp *op) {
+    return std::tie(op->base, op->stride, op->lanes);
+}
+auto fields(const Broadcast *op) {
+    return std::tie(op->value, op->lanes);
+}
+auto fields(const Let *op) {
+    return std::tie(op->name, op->value, op->body);
+}
 auto fields(const Call *op) {
     return std::tie(op->name, op->call_type, op->value_index, op->args);
 }
-auto fields(const LetStmt *op) { return std::tie(op->name, op->value, op->body); }
+auto fields(const LetStmt *op) {
+    return std::tie(op->name, op->value, op->body);
+}
 auto fields(const AssertStmt *op) {
     return std::tie(op->condition, op->message, op->args, op->error_code);
 }
 auto fields(const For *op) {
     return std::tie(op->name, op->min, op->extent, op->for_type, op->body);
 }
-auto fields(const Provide *op) { return std::tie(op->name, op->values, op->args); }
+auto fields(const Provide *op) {
+    return std::tie(op->name, op->values, op->args);
+}
 auto fields(const Realize *op) {
     return std::tie(op->name, op->types, op->memory_type, op->bounds, op->condition, op->body);
 }
-auto fields(const Store *op) { return std::tie(op->name, op->value, op->index, op->predicate); }
+auto fields(const Store *op) {
+    return std::tie(op->name, op->value, op->index, op->predicate);
+}
 auto fields(const Allocate *op) {
     return std::tie(op->name, op->type, op->memory_type, op->extents, op->condition, op->body);
 }
-auto fields(const Free *op) { return std::tie(op->name); }
-auto fields(const Block *op) { return std::tie(op->first, op->rest); }
+auto fields(const Free *op) {
+    return std::tie(op->name);
+}
+auto fields(const Block *op) {
+    return std::tie(op->first, op->rest);
+}
 auto fields(const IfThenElse *op) {
     return std::tie(op->condition, op->then_case, op->else_case);
 }
-auto fields(const Evaluate *op) { return std::tie(op->value); }
-auto fields(const ProducerConsumer *op) { return std::tie(op->name, op->is_producer, op->body); }
+auto fields(const Evaluate *op) {
+    return std::tie(op->value);
+}
+auto fields(const ProducerConsumer *op) {
+    return std::tie(op->name, op->is_producer, op->body);
+}
 
 template <typename T>
 int cmp_value(const T &a, const T &b) {
@@ -71,11 +135,21 @@ int cmp_value(const T &a, const T &b) {
 
 int cmp(const Expr &a, const Expr &b);
 int cmp(const Stmt &a, const Stmt &b);
-int cmp(const std::string &a, const std::string &b) { return a.compare(b) < 0 ? -1 : a == b ? 0 : 1; }
-int cmp(int64_t a, int64_t b) { return cmp_value(a, b); }
-int cmp(uint64_t a, uint64_t b) { return cmp_value(a, b); }
-int cmp(int a, int b) { return cmp_value(a, b); }
-int cmp(bool a, bool b) { return cmp_value(a, b); }
+int cmp(const std::string &a, const std::string &b) {
+    return a.compare(b) < 0 ? -1 : a == b ? 0 : 1;
+}
+int cmp(int64_t a, int64_t b) {
+    return cmp_value(a, b);
+}
+int cmp(uint64_t a, uint64_t b) {
+    return cmp_value(a, b);
+}
+int cmp(int a, int b) {
+    return cmp_value(a, b);
+}
+int cmp(bool a, bool b) {
+    return cmp_value(a, b);
+}
 int cmp(double a, double b) {
     // Bitwise, so that NaN equals itself and -0.0 differs from 0.0.
     uint64_t x, y;
@@ -88,9 +162,15 @@ int cmp(const Type &a, const Type &b) {
     if (int c = cmp_value(a.bits, b.bits)) return c;
     return cmp_value(a.lanes, b.lanes);
 }
-int cmp(ForType a, ForType b) { return cmp_value(a, b); }
-int cmp(MemoryType a, MemoryType b) { return cmp_value(a, b); }
-int cmp(Call::CallType a, Call::CallType b) { return cmp_value(a, b); }
+int cmp(ForType a, ForType b) {
+    return cmp_value(a, b);
+}
+int cmp(MemoryType a, MemoryType b) {
+    return cmp_value(a, b);
+}
+int cmp(Call::CallType a, Call::CallType b) {
+    return cmp_value(a, b);
+}
 int cmp(const Range &a, const Range &b) {
     if (int c = cmp(a.min, b.min)) return c;
     return cmp(a.extent, b.extent);
@@ -125,9 +205,11 @@ int cmp_nodes(const IRNode *a, const IRNode *b) {
     if (int c = cmp_value(a->node_type, b->node_type)) return c;
     switch (a->node_type) {
 #define EXPR_NODE(Name)                                                                            \
-    case IRNodeType::Name: return cmp_node<Name>(a, b);
+    case IRNodeType::Name:                                                                         \
+        return cmp_node<Name>(a, b);
 #define STMT_NODE(Name)                                                                            \
-    case IRNodeType::Name: return cmp_node<Name>(a, b);
+    case IRNodeType::Name:                                                                         \
+        return cmp_node<Name>(a, b);
 #include "lang/IRNodes.def"
     }
     internal_error("unknown node kind");
@@ -147,24 +229,44 @@ int cmp(const Stmt &a, const Stmt &b) {
 }
 
 // Hashing: the same walk, mixing each field into a running 64-bit value.
-void mix(size_t &h, size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
+void mix(size_t &h, size_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+}
 
 void hash_into(size_t &h, const Expr &e);
 void hash_into(size_t &h, const Stmt &s);
-void hash_into(size_t &h, const std::string &v) { mix(h, std::hash<std::string>()(v)); }
-void hash_into(size_t &h, int64_t v) { mix(h, std::hash<int64_t>()(v)); }
-void hash_into(size_t &h, uint64_t v) { mix(h, std::hash<uint64_t>()(v)); }
-void hash_into(size_t &h, int v) { mix(h, std::hash<int>()(v)); }
-void hash_into(size_t &h, bool v) { mix(h, v ? 1 : 2); }
+void hash_into(size_t &h, const std::string &v) {
+    mix(h, std::hash<std::string>()(v));
+}
+void hash_into(size_t &h, int64_t v) {
+    mix(h, std::hash<int64_t>()(v));
+}
+void hash_into(size_t &h, uint64_t v) {
+    mix(h, std::hash<uint64_t>()(v));
+}
+void hash_into(size_t &h, int v) {
+    mix(h, std::hash<int>()(v));
+}
+void hash_into(size_t &h, bool v) {
+    mix(h, v ? 1 : 2);
+}
 void hash_into(size_t &h, double v) {
     uint64_t x;
     std::memcpy(&x, &v, 8);
     mix(h, x);
 }
-void hash_into(size_t &h, const Type &t) { mix(h, (size_t(t.code) << 24) | (t.bits << 16) | t.lanes); }
-void hash_into(size_t &h, ForType v) { mix(h, size_t(v)); }
-void hash_into(size_t &h, MemoryType v) { mix(h, size_t(v)); }
-void hash_into(size_t &h, Call::CallType v) { mix(h, size_t(v)); }
+void hash_into(size_t &h, const Type &t) {
+    mix(h, (size_t(t.code) << 24) | (t.bits << 16) | t.lanes);
+}
+void hash_into(size_t &h, ForType v) {
+    mix(h, size_t(v));
+}
+void hash_into(size_t &h, MemoryType v) {
+    mix(h, size_t(v));
+}
+void hash_into(size_t &h, Call::CallType v) {
+    mix(h, size_t(v));
+}
 void hash_into(size_t &h, const Range &r) {
     hash_into(h, r.min);
     hash_into(h, r.extent);
@@ -172,7 +274,8 @@ void hash_into(size_t &h, const Range &r) {
 template <typename T>
 void hash_into(size_t &h, const std::vector<T> &v) {
     mix(h, v.size());
-    for (const T &x : v) hash_into(h, x);
+    for (const T &x : v)
+        hash_into(h, x);
 }
 
 template <typename T>
@@ -189,9 +292,13 @@ void hash_node_any(size_t &h, const IRNode *n) {
     mix(h, size_t(n->node_type) + 1);
     switch (n->node_type) {
 #define EXPR_NODE(Name)                                                                            \
-    case IRNodeType::Name: hash_node<Name>(h, n); return;
+    case IRNodeType::Name:                                                                         \
+        hash_node<Name>(h, n);                                                                     \
+        return;
 #define STMT_NODE(Name)                                                                            \
-    case IRNodeType::Name: hash_node<Name>(h, n); return;
+    case IRNodeType::Name:                                                                         \
+        hash_node<Name>(h, n);                                                                     \
+        return;
 #include "lang/IRNodes.def"
     }
 }
@@ -201,14 +308,24 @@ void hash_into(size_t &h, const Expr &e) {
     hash_node_any(h, e.get());
 }
 
-void hash_into(size_t &h, const Stmt &s) { hash_node_any(h, s.get()); }
+void hash_into(size_t &h, const Stmt &s) {
+    hash_node_any(h, s.get());
+}
 
 } // namespace
 
-int compare(const Expr &a, const Expr &b) { return cmp(a, b); }
-int compare(const Stmt &a, const Stmt &b) { return cmp(a, b); }
-bool equal(const Expr &a, const Expr &b) { return cmp(a, b) == 0; }
-bool equal(const Stmt &a, const Stmt &b) { return cmp(a, b) == 0; }
+int compare(const Expr &a, const Expr &b) {
+    return cmp(a, b);
+}
+int compare(const Stmt &a, const Stmt &b) {
+    return cmp(a, b);
+}
+bool equal(const Expr &a, const Expr &b) {
+    return cmp(a, b) == 0;
+}
+bool equal(const Stmt &a, const Stmt &b) {
+    return cmp(a, b) == 0;
+}
 
 size_t structural_hash(const Expr &e) {
     size_t h = 0;

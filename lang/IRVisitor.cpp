@@ -8,9 +8,12 @@ void IRVisitor::include(const Expr &e) {
     if (!e.defined()) return;
     switch (e->node_type) {
 #define EXPR_NODE(Name)                                                                            \
-    case IRNodeType::Name: visit(static_cast<const Name *>(e.get())); return;
+    case IRNodeType::Name:                                                                         \
+        visit(static_cast<const Name *>(e.get()));                                                 \
+        return;
 #include "lang/IRNodes.def"
-    default: internal_error("statement node in an expression");
+    default:
+        internal_error("statement node in an expression");
     }
 }
 
@@ -18,9 +21,12 @@ void IRVisitor::include(const Stmt &s) {
     if (!s.defined()) return;
     switch (s->node_type) {
 #define STMT_NODE(Name)                                                                            \
-    case IRNodeType::Name: visit(static_cast<const Name *>(s.get())); return;
+    case IRNodeType::Name:                                                                         \
+        visit(static_cast<const Name *>(s.get()));                                                 \
+        return;
 #include "lang/IRNodes.def"
-    default: internal_error("expression node in a statement");
+    default:
+        internal_error("expression node in a statement");
     }
 }
 
@@ -28,7 +34,9 @@ void IRVisitor::visit(const IntImm *) {}
 void IRVisitor::visit(const UIntImm *) {}
 void IRVisitor::visit(const FloatImm *) {}
 void IRVisitor::visit(const Variable *) {}
-void IRVisitor::visit(const Cast *op) { include(op->value); }
+void IRVisitor::visit(const Cast *op) {
+    include(op->value);
+}
 
 #define KILN_VISIT_BINARY(Name)                                                                    \
     void IRVisitor::visit(const Name *op) {                                                        \
@@ -52,7 +60,9 @@ KILN_VISIT_BINARY(And)
 KILN_VISIT_BINARY(Or)
 #undef KILN_VISIT_BINARY
 
-void IRVisitor::visit(const Not *op) { include(op->a); }
+void IRVisitor::visit(const Not *op) {
+    include(op->a);
+}
 void IRVisitor::visit(const Select *op) {
     include(op->condition);
     include(op->true_value);
@@ -66,13 +76,16 @@ void IRVisitor::visit(const Ramp *op) {
     include(op->base);
     include(op->stride);
 }
-void IRVisitor::visit(const Broadcast *op) { include(op->value); }
+void IRVisitor::visit(const Broadcast *op) {
+    include(op->value);
+}
 void IRVisitor::visit(const Let *op) {
     include(op->value);
     include(op->body);
 }
 void IRVisitor::visit(const Call *op) {
-    for (const Expr &a : op->args) include(a);
+    for (const Expr &a : op->args)
+        include(a);
 }
 void IRVisitor::visit(const LetStmt *op) {
     include(op->value);
@@ -80,7 +93,8 @@ void IRVisitor::visit(const LetStmt *op) {
 }
 void IRVisitor::visit(const AssertStmt *op) {
     include(op->condition);
-    for (const Expr &a : op->args) include(a);
+    for (const Expr &a : op->args)
+        include(a);
 }
 void IRVisitor::visit(const For *op) {
     include(op->min);
@@ -88,8 +102,10 @@ void IRVisitor::visit(const For *op) {
     include(op->body);
 }
 void IRVisitor::visit(const Provide *op) {
-    for (const Expr &v : op->values) include(v);
-    for (const Expr &a : op->args) include(a);
+    for (const Expr &v : op->values)
+        include(v);
+    for (const Expr &a : op->args)
+        include(a);
 }
 void IRVisitor::visit(const Realize *op) {
     for (const Range &r : op->bounds) {
@@ -105,7 +121,8 @@ void IRVisitor::visit(const Store *op) {
     include(op->predicate);
 }
 void IRVisitor::visit(const Allocate *op) {
-    for (const Expr &e : op->extents) include(e);
+    for (const Expr &e : op->extents)
+        include(e);
     include(op->condition);
     include(op->body);
 }
@@ -119,7 +136,11 @@ void IRVisitor::visit(const IfThenElse *op) {
     include(op->then_case);
     include(op->else_case);
 }
-void IRVisitor::visit(const Evaluate *op) { include(op->value); }
-void IRVisitor::visit(const ProducerConsumer *op) { include(op->body); }
+void IRVisitor::visit(const Evaluate *op) {
+    include(op->value);
+}
+void IRVisitor::visit(const ProducerConsumer *op) {
+    include(op->body);
+}
 
 } // namespace kiln

@@ -1,12 +1,14 @@
 // Interval arithmetic: the range of values an expression takes given ranges, symbolic or constant,
 // of its free variables. Bounds inference is built on it, so it is precise on what that needs:
-// affine indices, min/max, clamps, division and modulo by constants, and selects.
+// affine indices, min/max, clamps, division and modulo by constants, and selects (each branch is
+// bounded over the part of the scope where the condition picks it, when the condition compares a
+// variable of the scope).
 //
 // Overflow: like Halide, int32 and int64 arithmetic (index arithmetic) is assumed not to
 // overflow, so their bounds are those of exact integer arithmetic. The assumption covers the
 // ends too: a constant end that would leave the type is dropped (unbounded on that side), but a
 // symbolic end is an expression of the type and wraps if its exact value does not fit (which
-// only loose bounds near 2^31 reach, e.g. a 16-bit load times a 16-bit load). Narrower integer
+// only loose bounds near 2^31 reach, e.g. a full 16-bit range times 65536 plus t). Narrower integer
 // types and unsigned types do wrap, so a result that might leave the type becomes the type's
 // full range. Casts are exact when the source interval provably fits the target, else the
 // target's full range (unbounded for int32 and int64). Float bounds assume no NaN. Vector

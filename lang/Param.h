@@ -18,9 +18,9 @@ struct ParameterContents {
     Type type;
     bool is_buffer = false;
     int dimensions = 0;
-    Expr scalar_value;              ///< the bound value of a scalar (a constant), if set
-    Expr min_value, max_value;      ///< optional range a scalar must lie in
-    BufferBase buffer;              ///< the bound buffer of an image, if set
+    Expr scalar_value;         ///< the bound value of a scalar (a constant), if set
+    Expr min_value, max_value; ///< optional range a scalar must lie in
+    BufferBase buffer;         ///< the bound buffer of an image, if set
 };
 
 /// Names of the symbols that describe an image parameter's shape in algorithms and lowered code.

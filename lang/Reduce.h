@@ -19,8 +19,8 @@ Func compute(const std::vector<Expr> &shape, const std::function<Expr(Var, Var)>
              const std::string &name = "");
 Func compute(const std::vector<Expr> &shape, const std::function<Expr(Var, Var, Var)> &body,
              const std::string &name = "");
-Func compute(const std::vector<Expr> &shape,
-             const std::function<Expr(Var, Var, Var, Var)> &body, const std::string &name = "");
+Func compute(const std::vector<Expr> &shape, const std::function<Expr(Var, Var, Var, Var)> &body,
+             const std::string &name = "");
 /// Any number of dimensions: the lambda receives one Var per dimension of the shape.
 Func compute(const std::vector<Expr> &shape,
              const std::function<Expr(const std::vector<Var> &)> &body,

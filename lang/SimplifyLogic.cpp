@@ -27,24 +27,39 @@ Expr Simplifier::visit_min_max(const Op *op, bool is_min) {
     if (auto r = broadcast_rule<Op>(a, b)) return *r;
     // Float min and max are not commutative when a NaN is involved.
     if (!op->type.is_int_or_uint()) return unchanged_or(op, a, b);
-    std::vector<Expr> operands, kept;
-    flatten<Op>(a, operands);
-    flatten<Op>(b, operands);
+    // Each operand remembers its side: operands of one side were already pruned against each
+    // other when that side was simplified, so long chains only compare across sides.
+    std::vector<std::pair<Expr, int>> operands, kept;
+    std::vector<Expr> side;
+    for (int s = 0; s < 2; s++) {
+        side.clear();
+        flatten<Op>(s == 0 ? a : b, side);
+        for (const Expr &e : side)
+            operands.emplace_back(e, s);
+    }
     Expr constant;
-    for (const Expr &e : operands) {
+    for (const auto &[e, s] : operands) {
         if (!is_const(e)) continue;
         constant = constant.defined() ? *fold_arith(kind, constant, e) : e;
     }
-    std::erase_if(operands, [](const Expr &e) { return is_const(e); });
-    if (constant.defined()) operands.push_back(constant);
-    for (const Expr &e : operands) {
-        bool redundant = std::any_of(kept.begin(), kept.end(),
-                                     [&](const Expr &k) { return dominates(k, e, is_min); });
-        if (redundant) continue;
-        std::erase_if(kept, [&](const Expr &k) { return dominates(e, k, is_min); });
+    std::erase_if(operands, [](const auto &o) { return is_const(o.first); });
+    if (constant.defined()) operands.emplace_back(constant, 2);
+    bool small = operands.size() <= 8;
+    auto redundant = [&](const std::pair<Expr, int> &k, const std::pair<Expr, int> &e) {
+        bool compare = small || k.second != e.second || k.second == 2 || e.second == 2;
+        return compare && dominates(k.first, e.first, is_min);
+    };
+    for (const auto &e : operands) {
+        if (std::any_of(kept.begin(), kept.end(), [&](const auto &k) { return redundant(k, e); })) {
+            continue;
+        }
+        std::erase_if(kept, [&](const auto &k) { return redundant(e, k); });
         kept.push_back(e);
     }
-    return rebuild_chain<Op>(kept);
+    std::vector<Expr> result;
+    for (const auto &k : kept)
+        result.push_back(k.first);
+    return rebuild_chain<Op>(result);
 }
 
 Expr Simplifier::visit(const Min *op) {

@@ -30,10 +30,18 @@ bool Type::can_represent(int64_t v) const {
 std::string Type::to_string() const {
     std::string s;
     switch (code) {
-    case Int: s = "int" + std::to_string(bits); break;
-    case UInt: s = "uint" + std::to_string(bits); break;
-    case Float: s = "float" + std::to_string(bits); break;
-    case Bool: s = "bool"; break;
+    case Int:
+        s = "int" + std::to_string(bits);
+        break;
+    case UInt:
+        s = "uint" + std::to_string(bits);
+        break;
+    case Float:
+        s = "float" + std::to_string(bits);
+        break;
+    case Bool:
+        s = "bool";
+        break;
     }
     if (lanes > 1) s += "x" + std::to_string(lanes);
     return s;
@@ -41,14 +49,20 @@ std::string Type::to_string() const {
 
 std::string Type::c_name() const {
     switch (code) {
-    case Int: return "int" + std::to_string(bits) + "_t";
-    case UInt: return "uint" + std::to_string(bits) + "_t";
-    case Float: return bits == 32 ? "float" : "double";
-    case Bool: return "bool";
+    case Int:
+        return "int" + std::to_string(bits) + "_t";
+    case UInt:
+        return "uint" + std::to_string(bits) + "_t";
+    case Float:
+        return bits == 32 ? "float" : "double";
+    case Bool:
+        return "bool";
     }
     return "?";
 }
 
-std::ostream &operator<<(std::ostream &s, const Type &t) { return s << t.to_string(); }
+std::ostream &operator<<(std::ostream &s, const Type &t) {
+    return s << t.to_string();
+}
 
 } // namespace kiln

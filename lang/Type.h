@@ -56,24 +56,65 @@ struct Type {
 
 std::ostream &operator<<(std::ostream &s, const Type &t);
 
-inline constexpr Type Int(int bits, int lanes = 1) { return Type(Type::Int, bits, lanes); }
-inline constexpr Type UInt(int bits, int lanes = 1) { return Type(Type::UInt, bits, lanes); }
-inline constexpr Type Float(int bits, int lanes = 1) { return Type(Type::Float, bits, lanes); }
-inline constexpr Type Bool(int lanes = 1) { return Type(Type::Bool, 1, lanes); }
+inline constexpr Type Int(int bits, int lanes = 1) {
+    return Type(Type::Int, bits, lanes);
+}
+inline constexpr Type UInt(int bits, int lanes = 1) {
+    return Type(Type::UInt, bits, lanes);
+}
+inline constexpr Type Float(int bits, int lanes = 1) {
+    return Type(Type::Float, bits, lanes);
+}
+inline constexpr Type Bool(int lanes = 1) {
+    return Type(Type::Bool, 1, lanes);
+}
 
 /// The kiln Type of a C++ scalar type.
 template <typename T>
 Type type_of();
-template <> inline Type type_of<bool>() { return Bool(); }
-template <> inline Type type_of<int8_t>() { return Int(8); }
-template <> inline Type type_of<int16_t>() { return Int(16); }
-template <> inline Type type_of<int32_t>() { return Int(32); }
-template <> inline Type type_of<int64_t>() { return Int(64); }
-template <> inline Type type_of<uint8_t>() { return UInt(8); }
-template <> inline Type type_of<uint16_t>() { return UInt(16); }
-template <> inline Type type_of<uint32_t>() { return UInt(32); }
-template <> inline Type type_of<uint64_t>() { return UInt(64); }
-template <> inline Type type_of<float>() { return Float(32); }
-template <> inline Type type_of<double>() { return Float(64); }
+template <>
+inline Type type_of<bool>() {
+    return Bool();
+}
+template <>
+inline Type type_of<int8_t>() {
+    return Int(8);
+}
+template <>
+inline Type type_of<int16_t>() {
+    return Int(16);
+}
+template <>
+inline Type type_of<int32_t>() {
+    return Int(32);
+}
+template <>
+inline Type type_of<int64_t>() {
+    return Int(64);
+}
+template <>
+inline Type type_of<uint8_t>() {
+    return UInt(8);
+}
+template <>
+inline Type type_of<uint16_t>() {
+    return UInt(16);
+}
+template <>
+inline Type type_of<uint32_t>() {
+    return UInt(32);
+}
+template <>
+inline Type type_of<uint64_t>() {
+    return UInt(64);
+}
+template <>
+inline Type type_of<float>() {
+    return Float(32);
+}
+template <>
+inline Type type_of<double>() {
+    return Float(64);
+}
 
 } // namespace kiln

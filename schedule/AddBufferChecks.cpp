@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "lang/Error.h"
 #include "lang/IROperator.h"
@@ -15,11 +16,14 @@ namespace kiln {
 
 namespace {
 
-Expr var(const std::string &name) { return Variable::make(Int(32), name); }
+Expr var(const std::string &name) {
+    return Variable::make(Int(32), name);
+}
 
 constexpr int error_access_out_of_bounds = -6;
 constexpr int error_param_out_of_range = -8;
 constexpr int error_bad_dimensions = -5;
+constexpr int error_bad_stride = -7;
 
 class FindInputs : public IRVisitor {
 public:
@@ -32,7 +36,8 @@ private:
                    const std::shared_ptr<BufferContents> &buffer) {
         for (const LoweredArgument &a : images) {
             if (a.name != name) continue;
-            if ((param && a.param && a.param != param) || (buffer && a.buffer && a.buffer != buffer)) {
+            if ((param && a.param && a.param != param) ||
+                (buffer && a.buffer && a.buffer != buffer)) {
                 user_error("two different inputs are named '", name,
                            "'; give each Buffer and ImageParam of a pipeline its own name");
             }
@@ -56,8 +61,7 @@ private:
     void visit(const Variable *op) override {
         if (!op->param) return;
         if (op->param->is_buffer) {
-            add_image(op->param->name, op->param->type, op->param->dimensions, op->param,
-                      nullptr);
+            add_image(op->param->name, op->param->type, op->param->dimensions, op->param, nullptr);
         } else {
             scalars[op->name] = op->param;
         }
@@ -71,7 +75,9 @@ Stmt check(const Expr &cond, const std::string &message, std::vector<Expr> args,
     return Block::make(AssertStmt::make(c, message, std::move(args), code), body);
 }
 
-Expr as_wide(const Expr &e) { return cast(e.type().is_float() ? Float(64) : Int(64), e); }
+Expr as_wide(const Expr &e) {
+    return cast(e.type().is_float() ? Float(64) : Int(64), e);
+}
 
 } // namespace
 
@@ -102,38 +108,52 @@ std::vector<LoweredArgument> collect_arguments(const Stmt &s, const PipelineEnv 
     return args;
 }
 
-Stmt add_buffer_checks(const Stmt &s, const PipelineEnv &env,
+Stmt add_buffer_checks(const Stmt &body, const PipelineEnv &env,
                        const std::vector<LoweredArgument> &args) {
     std::vector<Stmt> checks;
+    // Dimension 0 of every buffer is dense (as in Halide): checked here, and assumed by storage
+    // flattening, so vector loads and stores along it are contiguous.
+    const Stmt &s = body;
+    for (const LoweredArgument &a : args) {
+        if (a.kind == LoweredArgument::Scalar || a.dimensions == 0) continue;
+        std::string stride = buffer_stride_name(a.name, 0);
+        checks.push_back(check(var(stride) == 1,
+                               "buffer '" + a.name + "' dimension 0 must have stride 1, got %lld",
+                               {as_wide(var(stride))}, error_bad_stride, Stmt()));
+    }
+    // The Func each output buffer holds, to find its writes; inputs are found by their reads.
+    std::map<std::string, std::string> func_of;
+    std::set<std::string> read, written;
     for (const LoweredArgument &a : args) {
         if (a.kind == LoweredArgument::Scalar) continue;
-        // The Func an output buffer holds, to find its writes; inputs are found by their reads.
-        std::string func = a.name;
+        func_of[a.name] = a.name;
+        if (!a.is_output) read.insert(a.name);
+    }
+    for (const std::string &o : env.outputs) {
+        const FunctionContents &f = *env.funcs.at(o);
+        for (size_t i = 0; i < f.output_types.size(); i++)
+            func_of[buffer_name(f, int(i))] = o;
+        written.insert(o);
+    }
+    std::map<std::string, Box> boxes = boxes_touched(s, read, written);
+    for (const LoweredArgument &a : args) {
+        if (a.kind == LoweredArgument::Scalar) continue;
         bool is_output = a.is_output;
-        if (is_output) {
-            for (const std::string &o : env.outputs) {
-                const FunctionContents &f = *env.funcs.at(o);
-                for (size_t i = 0; i < f.output_types.size(); i++) {
-                    if (buffer_name(f, int(i)) == a.name) func = o;
-                }
-            }
-        }
-        Box box = boxes_touched(s, func, !is_output, is_output);
+        Box box = boxes[func_of[a.name]];
         for (size_t d = 0; d < box.size(); d++) {
             Expr mn = var(buffer_min_name(a.name, int(d)));
             Expr mx = mn + var(buffer_extent_name(a.name, int(d))) - 1;
             if (!box[d].is_bounded()) {
                 user_error("cannot check the region of '", a.name, "' the pipeline ",
-                           is_output ? "writes" : "reads", " in dimension ", d, ": it is ",
-                           box[d], "; clamp the coordinates used to access it");
+                           is_output ? "writes" : "reads", " in dimension ", d, ": it is ", box[d],
+                           "; clamp the coordinates used to access it");
             }
             Expr need_min = simplify(box[d].min), need_max = simplify(box[d].max);
             std::string msg = "buffer '" + a.name + "' dimension " + std::to_string(d) +
                               ": the schedule needs [%lld, %lld] but the buffer covers "
                               "[%lld, %lld]";
             checks.push_back(check(need_min >= mn && need_max <= mx, msg,
-                                   {as_wide(need_min), as_wide(need_max), as_wide(mn),
-                                    as_wide(mx)},
+                                   {as_wide(need_min), as_wide(need_max), as_wide(mn), as_wide(mx)},
                                    error_access_out_of_bounds, Stmt()));
         }
     }
@@ -158,16 +178,15 @@ Stmt add_buffer_checks(const Stmt &s, const PipelineEnv &env,
         Expr v = Variable::make(p->type, name, p);
         const char *fmt = p->type.is_float() ? "%g" : "%lld";
         if (p->min_value.defined()) {
-            checks.push_back(check(v >= p->min_value,
-                                   "param '" + name + "' is " + fmt + " but must be at least " + fmt,
-                                   {as_wide(v), as_wide(p->min_value)}, error_param_out_of_range,
-                                   Stmt()));
+            checks.push_back(
+                check(v >= p->min_value,
+                      "param '" + name + "' is " + fmt + " but must be at least " + fmt,
+                      {as_wide(v), as_wide(p->min_value)}, error_param_out_of_range, Stmt()));
         }
         if (p->max_value.defined()) {
-            checks.push_back(check(v <= p->max_value,
-                                   "param '" + name + "' is " + fmt + " but must be at most " + fmt,
-                                   {as_wide(v), as_wide(p->max_value)}, error_param_out_of_range,
-                                   Stmt()));
+            checks.push_back(check(
+                v <= p->max_value, "param '" + name + "' is " + fmt + " but must be at most " + fmt,
+                {as_wide(v), as_wide(p->max_value)}, error_param_out_of_range, Stmt()));
         }
     }
     checks.push_back(s);

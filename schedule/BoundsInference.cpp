@@ -18,7 +18,9 @@ std::string buffer_name(const FunctionContents &f, int index) {
 
 namespace {
 
-Expr var(const std::string &name) { return Variable::make(Int(32), name); }
+Expr var(const std::string &name) {
+    return Variable::make(Int(32), name);
+}
 
 const FuncSchedule::Bound *find_bound(const FuncSchedule &fs, const std::string &v) {
     for (const FuncSchedule::Bound &b : fs.bounds) {
@@ -44,7 +46,8 @@ Box widen_by_updates(const PipelineEnv &env, const FunctionContents &f, const Bo
     Box box = needed;
     for (const Definition &u : f.updates) {
         Scope scope;
-        for (size_t d = 0; d < f.args.size(); d++) scope[f.args[d]] = needed[d];
+        for (size_t d = 0; d < f.args.size(); d++)
+            scope[f.args[d]] = needed[d];
         if (u.rdom) {
             for (const auto &rv : u.rdom->vars) {
                 Expr mn = inline_calls(rv.min, env), ext = inline_calls(rv.extent, env);
@@ -52,16 +55,19 @@ Box widen_by_updates(const PipelineEnv &env, const FunctionContents &f, const Bo
             }
         }
         std::vector<Expr> args;
-        for (const Expr &a : u.args) args.push_back(inline_calls(a, env));
+        for (const Expr &a : u.args)
+            args.push_back(inline_calls(a, env));
         Box site;
-        for (const Expr &a : args) site.push_back(bounds_of_expr(a, scope));
+        for (const Expr &a : args)
+            site.push_back(bounds_of_expr(a, scope));
         for (const Expr &v : u.values) {
             Box reads = boxes_touched(inline_calls(v, env), f.name, scope);
             for (size_t d = 0; d < reads.size(); d++) {
                 site[d] = Interval::make_union(site[d], reads[d]);
             }
         }
-        for (size_t d = 0; d < box.size(); d++) box[d] = Interval::make_union(box[d], site[d]);
+        for (size_t d = 0; d < box.size(); d++)
+            box[d] = Interval::make_union(box[d], site[d]);
     }
     return box;
 }
@@ -118,8 +124,8 @@ protected:
         std::vector<Range> bounds;
         for (size_t d = 0; d < box.size(); d++) {
             if (!box[d].is_bounded()) {
-                user_error("cannot infer how much of '", op->name, "' to allocate in dimension ",
-                           d, ": it touches ", box[d], "; clamp the coordinates where it is used");
+                user_error("cannot infer how much of '", op->name, "' to allocate in dimension ", d,
+                           ": it touches ", box[d], "; clamp the coordinates where it is used");
             }
             Expr mn = simplify(box[d].min);
             bounds.emplace_back(mn, simplify(box[d].max - mn + 1));

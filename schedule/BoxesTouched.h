@@ -4,6 +4,8 @@
 // This is the interval-arithmetic core of bounds inference and of the entry checks.
 #pragma once
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,11 @@ using Box = std::vector<Interval>;
 /// `provides` is set. Empty when s does not touch it.
 Box boxes_touched(const Stmt &s, const std::string &name, bool calls, bool provides,
                   const Scope &scope = {});
+
+/// The boxes of several Funcs or buffers in one walk: read by calls (names in `calls`) or written
+/// by Provides (names in `provides`). Names that s does not touch are absent.
+std::map<std::string, Box> boxes_touched(const Stmt &s, const std::set<std::string> &calls,
+                                         const std::set<std::string> &provides);
 
 /// The box of calls to `name` inside an expression.
 Box boxes_touched(const Expr &e, const std::string &name, const Scope &scope = {});

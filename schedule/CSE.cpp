@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -48,7 +49,7 @@ protected:
     }
 };
 
-/// Fresh names t0, t1, ... that do not occur in the IR being rewritten.
+// Fresh names t0, t1, ... that do not occur in the IR being rewritten.
 class NameGenerator {
 public:
     explicit NameGenerator(std::set<std::string> used) : used(std::move(used)) {}
@@ -66,8 +67,8 @@ private:
     int next = 0;
 };
 
-/// The node's kind, type, fields and child identities: equal keys mean equal expressions once
-/// the children are canonical (shared).
+// The node's kind, type, fields and child identities: equal keys mean equal expressions once
+// the children are canonical (shared).
 std::string shallow_key(const Expr &e) {
     std::ostringstream k;
     auto ptr = [&](const Expr &c) { k << '|' << static_cast<const void *>(c.get()); };
@@ -165,8 +166,7 @@ std::string shallow_key(const Expr &e) {
     return k.str();
 }
 
-/// The direct subexpressions of e that belong to its let scope (none for a Let: what is inside
-/// may use the let's name, so it is eliminated separately).
+// The direct subexpressions of e (which has no lets left).
 std::vector<Expr> children(const Expr &e) {
     switch (e->node_type) {
     case IRNodeType::Cast:
@@ -235,7 +235,7 @@ bool should_extract(const Expr &e) {
     return !(c && c->call_type == Call::Intrinsic && c->name == intrinsic::likely);
 }
 
-/// Shares structurally equal subexpressions, so that node identity is value identity.
+// Shares structurally equal subexpressions, so that node identity is value identity.
 class Canonicalize : public IRMutator {
 public:
     Expr mutate(const Expr &e) override {
@@ -252,8 +252,8 @@ private:
     std::map<const BaseExprNode *, Expr> memo;
 };
 
-/// Rebuilds a canonical expression with every shared node replaced by a variable, recording the
-/// lets innermost (earliest completed) first.
+// Rebuilds a canonical expression with every shared node replaced by a variable, recording the
+// lets innermost (earliest completed) first.
 class ReplaceShared : public IRMutator {
 public:
     ReplaceShared(const std::set<const BaseExprNode *> &shared, NameGenerator &names)
@@ -273,38 +273,63 @@ public:
         return r;
     }
 
-protected:
-    using IRMutator::visit;
-    Expr visit(const Let *op) override { return Expr(op); }
-
 private:
     const std::set<const BaseExprNode *> &shared;
     NameGenerator &names;
     std::map<const BaseExprNode *, Expr> memo;
 };
 
-Expr eliminate(const Expr &e, NameGenerator &names);
-
-/// Eliminates inside each Let's value and body on their own, before the enclosing expression.
-class EliminateInLets : public IRMutator {
+// Substitutes every Let of an expression into its body. Lets are pure, so this keeps the value,
+// and sharing can then cross them; the substituted values are shared nodes, so the expression
+// grows as a DAG, not as a tree.
+class RemoveLets : public IRMutator {
 public:
-    explicit EliminateInLets(NameGenerator &names) : names(names) {}
+    Expr mutate(const Expr &e) override {
+        if (!e.defined()) return e;
+        // Within one let scope a node always means the same thing.
+        auto key = std::make_pair(e.get(), scope_id);
+        if (auto it = memo.find(key); it != memo.end()) return it->second;
+        Expr r = IRMutator::mutate(e);
+        memo[key] = r;
+        return r;
+    }
 
 protected:
     using IRMutator::visit;
+
+    Expr visit(const Variable *op) override {
+        auto it = scope.find(op->name);
+        return it == scope.end() ? Expr(op) : it->second;
+    }
+
     Expr visit(const Let *op) override {
-        Expr value = eliminate(op->value, names), body = eliminate(op->body, names);
-        if (value.same_as(op->value) && body.same_as(op->body)) return Expr(op);
-        return Let::make(op->name, value, body);
+        Expr value = mutate(op->value);
+        std::optional<Expr> shadowed;
+        if (auto it = scope.find(op->name); it != scope.end()) shadowed = it->second;
+        scope[op->name] = value;
+        int saved_id = scope_id;
+        scope_id = ++scopes;
+        // The value is already let-free and is not visited again, so a let in the body that
+        // rebinds one of its names cannot capture it.
+        Expr body = mutate(op->body);
+        scope_id = saved_id;
+        if (shadowed) {
+            scope[op->name] = *shadowed;
+        } else {
+            scope.erase(op->name);
+        }
+        return body;
     }
 
 private:
-    NameGenerator &names;
+    std::map<std::string, Expr> scope;
+    std::map<std::pair<const BaseExprNode *, int>, Expr> memo;
+    int scope_id = 0, scopes = 0;
 };
 
 Expr eliminate(const Expr &e, NameGenerator &names) {
     if (!e.defined()) return e;
-    Expr inner = EliminateInLets(names).mutate(e);
+    Expr inner = RemoveLets().mutate(e);
     Expr root = Canonicalize().mutate(inner);
 
     // A node is worth a let when more than one edge of the DAG points at it; the children of a
@@ -324,8 +349,8 @@ Expr eliminate(const Expr &e, NameGenerator &names) {
     for (const auto &[node, count] : uses) {
         if (count > 1 && should_extract(Expr(node))) shared.insert(node);
     }
-    // Sharing alone changed nothing visible; keep the original nodes, so "unchanged" stays cheap.
-    if (shared.empty()) return inner;
+    // Nothing to share: keep the original, lets and all, so that "unchanged" stays cheap.
+    if (shared.empty()) return e;
 
     ReplaceShared replace(shared, names);
     Expr body = replace.mutate(root);
@@ -335,8 +360,8 @@ Expr eliminate(const Expr &e, NameGenerator &names) {
     return body;
 }
 
-/// Applies elimination to every expression of a statement; a Store's value, index and predicate
-/// share their lets, which become LetStmts around it.
+// Applies elimination to every expression of a statement; a Store's value, index and predicate
+// share their lets, which become LetStmts around it.
 class EliminateInStmt : public IRMutator {
 public:
     explicit EliminateInStmt(NameGenerator &names) : names(names) {}

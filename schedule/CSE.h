@@ -3,10 +3,10 @@
 // into a Let with a fresh name (t0, t1, ..., skipping names already in use), innermost first, so
 // every let only refers to earlier ones. Loads are shared too: expressions are pure. The value,
 // index and predicate of a Store are treated as one expression whose lets become LetStmts around
-// the Store. Subexpressions under a Let are only shared within its value or its body, since they
-// may use the let's name.
-// Requires: nothing. Guarantees: each expression computes the same value with no repeated
-// non-trivial subexpression outside separate let scopes.
+// the Store. Lets already inside an expression are substituted first (they are pure), so sharing
+// crosses them; an expression with nothing to share is returned as it was, lets included.
+// Requires: nothing. Guarantees: each expression computes the same value, and no non-trivial
+// subexpression is computed twice within it.
 #pragma once
 
 #include "lang/IR.h"

@@ -13,7 +13,7 @@ namespace kiln {
 
 namespace {
 
-/// How often each name is bound, and which names are used where no binder of theirs is in scope.
+// How often each name is bound, and which names are used where no binder of theirs is in scope.
 class Names : public IRVisitor {
 public:
     std::map<std::string, int> binders;
@@ -50,7 +50,7 @@ private:
     }
 };
 
-/// The free variables of e and the buffers it loads from.
+// The free variables of e and the buffers it loads from.
 class Reads : public IRVisitor {
 public:
     std::set<std::string> vars, buffers;
@@ -75,7 +75,7 @@ private:
     std::multiset<std::string> bound;
 };
 
-/// Buffers stored to or allocated in a statement, and every name bound in it.
+// Buffers stored to or allocated in a statement, and every name bound in it.
 class Writes : public IRVisitor {
 public:
     std::set<std::string> buffers, binders;
@@ -111,8 +111,8 @@ bool intersects(const std::set<std::string> &a, const std::set<std::string> &b) 
     return false;
 }
 
-/// Whether a let of this name may change scope: bound once in the whole statement and never used
-/// outside that binding, so no other use can be captured.
+// Whether a let of this name may change scope: bound once in the whole statement and never used
+// outside that binding, so no other use can be captured.
 struct Movable {
     const Names &names;
     bool operator()(const std::string &n) const {
@@ -121,7 +121,7 @@ struct Movable {
     }
 };
 
-/// Turns the lets at the top of a statement's expressions into LetStmts around the statement.
+// Turns the lets at the top of a statement's expressions into LetStmts around the statement.
 class LiftLets : public IRMutator {
 public:
     explicit LiftLets(Movable movable) : movable(movable) {}
@@ -188,7 +188,7 @@ private:
     }
 };
 
-/// Removes the hoistable lets from the body of one loop, recording them in order.
+// Removes the hoistable lets from the body of one loop, recording them in order.
 class RemoveInvariantLets : public IRMutator {
 public:
     RemoveInvariantLets(const std::set<std::string> &bound_inside,

@@ -12,8 +12,13 @@
 #include "lang/Simplify.h"
 #include "schedule/AddBufferChecks.h"
 #include "schedule/BoundsInference.h"
+#include "schedule/CSE.h"
+#include "schedule/HoistLoopInvariants.h"
+#include "schedule/PartitionLoops.h"
 #include "schedule/ScheduleFunctions.h"
 #include "schedule/StorageFlattening.h"
+#include "schedule/UnrollLoops.h"
+#include "schedule/VectorizeLoops.h"
 
 namespace kiln {
 
@@ -28,22 +33,21 @@ int env_int(const char *name) {
 class PassLog {
 public:
     PassLog(const LowerOptions &o, std::ostream *text)
-        : print(o.print_passes || env_int("KILN_DEBUG") >= 2), time(o.time_passes ||
-                                                                    env_int("KILN_TIME_PASSES")),
-          text(text) {}
+        : print(o.print_passes || env_int("KILN_DEBUG") >= 2),
+          time(o.time_passes || env_int("KILN_TIME_PASSES")), text(text) {}
     ~PassLog() {
         if (!time) return;
         std::fprintf(stderr, "%-32s %10s\n", "pass", "ms");
-        for (auto &[name, ms] : times) std::fprintf(stderr, "%-32s %10.3f\n", name.c_str(), ms);
+        for (auto &[name, ms] : times)
+            std::fprintf(stderr, "%-32s %10.3f\n", name.c_str(), ms);
     }
 
     Stmt run(const char *name, const Stmt &before, const std::function<Stmt(const Stmt &)> &pass) {
         auto start = std::chrono::steady_clock::now();
         Stmt after = pass(before);
-        times.emplace_back(
-            name, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                            start)
-                      .count());
+        times.emplace_back(name, std::chrono::duration<double, std::milli>(
+                                     std::chrono::steady_clock::now() - start)
+                                     .count());
         if (print || text) {
             std::ostringstream s;
             s << "== after " << name << "\n";
@@ -67,7 +71,8 @@ private:
 LoweredFunc lower_impl(const std::vector<Func> &outputs, const std::string &name,
                        const LowerOptions &options, std::ostream *text) {
     std::vector<FunctionPtr> funcs;
-    for (const Func &f : outputs) funcs.push_back(f.function());
+    for (const Func &f : outputs)
+        funcs.push_back(f.function());
     PipelineEnv env = make_pipeline_env(funcs);
     PassLog log(options, text);
     std::vector<LoweredArgument> args;
@@ -81,6 +86,16 @@ LoweredFunc lower_impl(const std::vector<Func> &outputs, const std::string &name
     });
     s = log.run("storage flattening", s, [&](const Stmt &x) { return storage_flattening(x, env); });
     s = log.run("simplify", s, [&](const Stmt &x) { return simplify(x); });
+    s = log.run("unroll loops", s, [&](const Stmt &x) { return unroll_loops(x); });
+    s = log.run("vectorize loops", s, [&](const Stmt &x) { return vectorize_loops(x); });
+    s = log.run("partition loops", s, [&](const Stmt &x) { return partition_loops(x); });
+    s = log.run("simplify", s, [&](const Stmt &x) { return simplify(x); });
+    s = log.run("common subexpressions", s, [&](const Stmt &x) { return cse(x); });
+    s = log.run("hoist loop invariants", s,
+                [&](const Stmt &x) { return hoist_loop_invariants(x); });
+    s = log.run("final simplify", s, [&](const Stmt &x) { return simplify(x); });
+    // Parallel loops become closures run by kiln_parallel_for in the code generator
+    // (codegen/CodeGenLLVM.cpp), which knows the closure layout.
 
     LoweredFunc result;
     result.name = name;

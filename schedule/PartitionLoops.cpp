@@ -35,7 +35,7 @@ bool uses_any(const Expr &e, const std::set<std::string> &names) {
     return v.result;
 }
 
-/// Whether e reads memory, binds names or calls anything: then it is not a plain affine guard.
+// Whether e reads memory, binds names or calls anything: then it is not a plain affine guard.
 class IsOpaque : public IRVisitor {
 public:
     bool result = false;
@@ -59,7 +59,7 @@ bool is_likely(const Expr &e) {
            c->args.size() == 1;
 }
 
-/// Splits a condition into its conjuncts, without likely hints; sets *hinted when any had one.
+// Splits a condition into its conjuncts, without likely hints; sets *hinted when any had one.
 void split_conjunction(const Expr &e, std::vector<Expr> &terms, bool *hinted) {
     if (is_likely(e)) {
         *hinted = true;
@@ -89,12 +89,12 @@ private:
     const std::map<std::string, Expr> &lets;
 };
 
-/// Where a guard holds: v >= lower and v <= upper, either of which may be undefined.
+// Where a guard holds: v >= lower and v <= upper, either of which may be undefined.
 struct Bounds {
     std::vector<Expr> lower, upper;
 };
 
-/// Finds the likely guards in the body of loop `var` and the range of `var` on which each holds.
+// Finds the likely guards in the body of loop `var` and the range of `var` on which each holds.
 class FindGuards : public IRVisitor {
 public:
     explicit FindGuards(const std::string &var) : var(var) {}
@@ -106,9 +106,12 @@ protected:
     using IRVisitor::visit;
 
     void visit(const LetStmt *op) override {
+        std::optional<Expr> shadowed;
+        if (auto it = lets.find(op->name); it != lets.end()) shadowed = it->second;
         lets[op->name] = expand(op->value);
         include(op->body);
         lets.erase(op->name);
+        if (shadowed) lets[op->name] = *shadowed;
     }
 
     void visit(const For *op) override {
@@ -120,11 +123,16 @@ protected:
             !uses_any(extent, variant)) {
             range = Interval(min, simplify(min + extent - 1));
         }
+        // The loop variable hides any let of the same name.
+        std::optional<Expr> shadowed;
+        if (auto it = lets.find(op->name); it != lets.end()) shadowed = it->second;
+        lets.erase(op->name);
         scope[op->name] = range;
         variant.insert(op->name);
         include(op->body);
         variant.erase(op->name);
         scope.erase(op->name);
+        if (shadowed) lets[op->name] = *shadowed;
     }
 
     void visit(const IfThenElse *op) override {

@@ -16,7 +16,8 @@ std::string stage_var_name(const std::string &func, int stage, const std::string
 
 std::string loop_names(const StageSchedule &s) {
     std::string out;
-    for (const LoopDim &d : s.dims) out += (out.empty() ? "" : ", ") + d.name;
+    for (const LoopDim &d : s.dims)
+        out += (out.empty() ? "" : ", ") + d.name;
     return out;
 }
 
@@ -54,7 +55,8 @@ bool rvar_is_independent(const FunctionContents &f, const Definition &d, const s
     }
     if (!in_site) return false;
     SiteReads reads(f.name, d.args);
-    for (const Expr &v : d.values) reads.include(v);
+    for (const Expr &v : d.values)
+        reads.include(v);
     return !reads.other_site;
 }
 
@@ -66,7 +68,8 @@ public:
         def = &d;
         // Default order: RVars innermost (first dimension fastest), then the pure variables.
         if (d.rdom) {
-            for (const auto &rv : d.rdom->vars) add_original(rv.name, true);
+            for (const auto &rv : d.rdom->vars)
+                add_original(rv.name, true);
         }
         for (size_t i = 0; i < f.args.size(); i++) {
             // Updates loop over the pure variables that appear in their site.
@@ -96,6 +99,7 @@ private:
     bool is_output;
     const Definition *def = nullptr;
     std::set<std::string> used_vars;
+    std::set<std::string> bounded_vars; // loops made from the inner part of a split
 
     std::string where() const { return "'" + stage_name(f, stage) + "'"; }
 
@@ -110,7 +114,8 @@ private:
     std::string fresh_var(const std::string &name) {
         std::string base = stage_var_name(f.name, stage, name);
         std::string v = base;
-        for (int i = 1; used_vars.count(v); i++) v = base + "$" + std::to_string(i);
+        for (int i = 1; used_vars.count(v); i++)
+            v = base + "$" + std::to_string(i);
         used_vars.insert(v);
         return v;
     }
@@ -158,9 +163,18 @@ private:
                                                : TailStrategy::ShiftInwards;
         }
         if (od.is_rvar && tail != TailStrategy::GuardWithIf) {
-            user_error("split: RVar '", old, "' of ", where(), " must use TailStrategy::GuardWithIf; ",
-                       tail_strategy_name(tail),
+            user_error("split: RVar '", old, "' of ", where(),
+                       " must use TailStrategy::GuardWithIf; ", tail_strategy_name(tail),
                        " would visit reduction points more than once or past the domain");
+        }
+        // Rounding up a loop made from the inner part of a split revisits points of the next
+        // tile; rounding up an original or outer loop only runs past the end.
+        if (!pure_stage && tail == TailStrategy::RoundUp && bounded_vars.count(od.var)) {
+            user_error(
+                "split: ", where(), " is an update, so '", old,
+                "' (made from the inner loop of a split) cannot use TailStrategy::RoundUp: the "
+                "rounded-up iterations would revisit points of the next tile and apply "
+                "the update twice; use GuardWithIf");
         }
         if (!pure_stage && tail == TailStrategy::ShiftInwards) {
             user_error("split: ", where(), " is an update, so '", old,
@@ -176,6 +190,8 @@ private:
         LoopDim out{outer, fresh_var(outer), od.for_type, od.is_rvar};
         s.inner = in.var;
         s.outer = out.var;
+        bounded_vars.insert(in.var);
+        if (bounded_vars.count(od.var)) bounded_vars.insert(out.var);
         result.splits.push_back(s);
         result.dims[i] = in;
         result.dims.insert(result.dims.begin() + long(i) + 1, out);
@@ -201,6 +217,7 @@ private:
         s.outer = od.var;
         LoopDim fd{fused, fresh_var(fused), od.for_type, id.is_rvar};
         s.old_var = fd.var;
+        if (bounded_vars.count(id.var) || bounded_vars.count(od.var)) bounded_vars.insert(fd.var);
         result.splits.push_back(s);
         result.dims.erase(result.dims.begin() + long(o));
         result.dims[i] = fd;
@@ -208,11 +225,13 @@ private:
 
     void reorder(const Directive &dir) {
         std::vector<size_t> positions;
-        for (const std::string &v : dir.vars) positions.push_back(find(dir, v));
+        for (const std::string &v : dir.vars)
+            positions.push_back(find(dir, v));
         std::vector<size_t> sorted(positions);
         std::sort(sorted.begin(), sorted.end());
         std::vector<LoopDim> dims = result.dims;
-        for (size_t k = 0; k < sorted.size(); k++) dims[sorted[k]] = result.dims[positions[k]];
+        for (size_t k = 0; k < sorted.size(); k++)
+            dims[sorted[k]] = result.dims[positions[k]];
         // RVars keep their relative order: reordering them changes the order of the reduction.
         std::vector<std::string> before, after;
         for (const LoopDim &d : result.dims) {
@@ -252,10 +271,14 @@ private:
                 independent &= rvar_is_independent(f, *def, rv.name) || rv.name != original;
             }
             if (!independent || !rvar_is_independent(f, *def, original)) {
-                user_error(dir.primitive, ": '", d.name, "' of ", where(),
-                           " is an RVar whose iterations depend on each other (they update the same "
-                           "point of '", f.name, "'); use rfactor to make a pure variable of it, "
-                           "then ", dir.primitive, " that");
+                user_error(
+                    dir.primitive, ": '", d.name, "' of ", where(),
+                    " is an RVar whose iterations depend on each other (they update the same "
+                    "point of '",
+                    f.name,
+                    "'); use rfactor to make a pure variable of it, "
+                    "then ",
+                    dir.primitive, " that");
             }
         }
         d.for_type = t;
@@ -275,7 +298,8 @@ FuncSchedule build_func_schedule(const FunctionContents &f, bool is_output) {
     FuncSchedule fs;
     std::vector<StageBuilder> builders;
     builders.reserve(f.updates.size() + 1);
-    for (int s = 0; s <= int(f.updates.size()); s++) builders.emplace_back(f, s, is_output);
+    for (int s = 0; s <= int(f.updates.size()); s++)
+        builders.emplace_back(f, s, is_output);
 
     bool has_updates = !f.updates.empty();
     // Pure Funcs are inlined by default; Funcs with updates are computed at root.
@@ -301,7 +325,8 @@ FuncSchedule build_func_schedule(const FunctionContents &f, bool is_output) {
                            "' has update definitions and cannot be inlined; use compute_root() "
                            "or compute_at()");
             }
-            if (is_output) user_error("compute_inline: '", f.name, "' is an output of the pipeline");
+            if (is_output)
+                user_error("compute_inline: '", f.name, "' is an output of the pipeline");
             fs.compute_level = LoopLevel();
             fs.compute_level.is_inline = true;
         } else if (p == "reorder_storage") {
@@ -326,14 +351,16 @@ FuncSchedule build_func_schedule(const FunctionContents &f, bool is_output) {
     }
     if (is_output && fs.compute_level.is_inline) fs.compute_level = LoopLevel();
     if (is_output && !fs.compute_level.is_root()) {
-        user_error("compute_at: '", f.name, "' is an output of the pipeline and is computed at "
+        user_error("compute_at: '", f.name,
+                   "' is an output of the pipeline and is computed at "
                    "root; remove compute_at");
     }
     if (!store_set) {
         fs.store_level = fs.compute_level;
         fs.store_level.is_inline = false;
     }
-    for (StageBuilder &b : builders) fs.stages.push_back(std::move(b.result));
+    for (StageBuilder &b : builders)
+        fs.stages.push_back(std::move(b.result));
     return fs;
 }
 

@@ -22,10 +22,18 @@ std::string region_max_name(const std::string &func, const std::string &var) {
 
 namespace {
 
-Expr var(const std::string &name) { return Variable::make(Int(32), name); }
-std::string loop_min(const std::string &v) { return v + ".loop_min"; }
-std::string loop_max(const std::string &v) { return v + ".loop_max"; }
-std::string loop_extent(const std::string &v) { return v + ".loop_extent"; }
+Expr var(const std::string &name) {
+    return Variable::make(Int(32), name);
+}
+std::string loop_min(const std::string &v) {
+    return v + ".loop_min";
+}
+std::string loop_max(const std::string &v) {
+    return v + ".loop_max";
+}
+std::string loop_extent(const std::string &v) {
+    return v + ".loop_extent";
+}
 
 class InlineCalls : public IRMutator {
 public:
@@ -45,7 +53,8 @@ protected:
         Expr body = g.init.values[c->value_index];
         std::vector<std::pair<std::string, Expr>> lets;
         for (size_t i = 0; i < g.args.size(); i++) {
-            std::string fresh = unique_name(g.name + "." + g.args[i] + ".");
+            // Deterministic names keep the lowered code, and so the JIT cache key, stable.
+            std::string fresh = g.name + "." + g.args[i] + "$inline" + std::to_string(next++);
             body = substitute(g.args[i], var(fresh), body);
             lets.emplace_back(fresh, c->args[i]);
         }
@@ -58,6 +67,7 @@ protected:
 
 private:
     const PipelineEnv &env;
+    int next = 0;
 };
 
 /// Renames the original variables of a definition to the stage's loop variables.
@@ -83,8 +93,10 @@ Stmt build_stage(const PipelineEnv &env, const FunctionContents &f, int stage) {
     const StageSchedule &ss = env.schedules.at(f.name).stages[stage];
     RenameVars rename(ss.original_vars);
     std::vector<Expr> args, values;
-    for (const Expr &a : def.args) args.push_back(inline_calls(rename.mutate(a), env));
-    for (const Expr &v : def.values) values.push_back(inline_calls(rename.mutate(v), env));
+    for (const Expr &a : def.args)
+        args.push_back(inline_calls(rename.mutate(a), env));
+    for (const Expr &v : def.values)
+        values.push_back(inline_calls(rename.mutate(v), env));
     Stmt body = Provide::make(f.name, values, args);
 
     // Original variables as functions of the loop variables; the first split is innermost.
@@ -149,7 +161,8 @@ Stmt build_stage(const PipelineEnv &env, const FunctionContents &f, int stage) {
 
 Stmt build_produce(const PipelineEnv &env, const FunctionContents &f) {
     std::vector<Stmt> stages;
-    for (int s = 0; s <= int(f.updates.size()); s++) stages.push_back(build_stage(env, f, s));
+    for (int s = 0; s <= int(f.updates.size()); s++)
+        stages.push_back(build_stage(env, f, s));
     return ProducerConsumer::make(f.name, true, Block::make(stages));
 }
 
@@ -176,12 +189,12 @@ int count_calls(const Stmt &s, const std::string &name) {
 /// The For loops with one of the given names, each with the number of calls to `func` inside.
 class FindLoops : public IRVisitor {
 public:
-    FindLoops(const std::set<std::string> &names, const std::string &func)
-        : names(names), func(func) {}
+    FindLoops(std::set<std::string> names, const std::string &func)
+        : names(std::move(names)), func(func) {}
     std::vector<std::pair<std::string, int>> found;
 
 private:
-    const std::set<std::string> &names;
+    std::set<std::string> names;
     const std::string &func;
     using IRVisitor::visit;
     void visit(const For *op) override {
@@ -238,9 +251,8 @@ std::string find_level_loop(const PipelineEnv &env, const Stmt &s, const std::st
     }
     if (cs->second.compute_level.is_inline) {
         user_error(primitive, ": '", producer, "' is scheduled at loop '", level.var, "' of '",
-                   level.func, "', but '", level.func,
-                   "' is inlined and has no loops; schedule '", level.func,
-                   "' with compute_root() or compute_at() first");
+                   level.func, "', but '", level.func, "' is inlined and has no loops; schedule '",
+                   level.func, "' with compute_root() or compute_at() first");
     }
     std::set<std::string> names;
     std::string legal;
@@ -251,8 +263,8 @@ std::string find_level_loop(const PipelineEnv &env, const Stmt &s, const std::st
         if (legal.empty()) legal = loop_names(st);
     }
     if (names.empty()) {
-        user_error(primitive, ": '", level.func, "' has no loop '", level.var,
-                   "' to compute '", producer, "' at; its loops are ", legal,
+        user_error(primitive, ": '", level.func, "' has no loop '", level.var, "' to compute '",
+                   producer, "' at; its loops are ", legal,
                    " (innermost first), or use compute_root()");
     }
     FindLoops finder(names, producer);
@@ -290,8 +302,8 @@ Stmt inject(const PipelineEnv &env, const Stmt &s, const FunctionContents &f) {
         finder.include(s);
         int inside = finder.found.empty() ? 0 : finder.found[0].second;
         if (inside != total) {
-            user_error("compute_at: '", f.name, "' is computed inside loop '",
-                       fs.compute_level.var, "' of '", fs.compute_level.func,
+            user_error("compute_at: '", f.name, "' is computed inside loop '", fs.compute_level.var,
+                       "' of '", fs.compute_level.func,
                        "', but it is also used outside that loop; compute it at root or at a "
                        "loop that encloses every use");
         }
@@ -303,8 +315,8 @@ Stmt inject(const PipelineEnv &env, const Stmt &s, const FunctionContents &f) {
         return Realize::make(f.name, types, fs.memory_type, no_bounds, Expr(), body);
     };
 
-    Stmt result = compute_loop.empty() ? produce_consume(s)
-                                       : AtLoop(compute_loop, produce_consume).mutate(s);
+    Stmt result =
+        compute_loop.empty() ? produce_consume(s) : AtLoop(compute_loop, produce_consume).mutate(s);
     if (fs.store_level.is_root()) return realize(result);
     std::string store_loop = find_level_loop(env, s, f.name, fs.store_level, "store_at");
     if (store_loop != compute_loop) {
@@ -328,7 +340,9 @@ Stmt inject(const PipelineEnv &env, const Stmt &s, const FunctionContents &f) {
 
 } // namespace
 
-Expr inline_calls(const Expr &e, const PipelineEnv &env) { return InlineCalls(env).mutate(e); }
+Expr inline_calls(const Expr &e, const PipelineEnv &env) {
+    return InlineCalls(env).mutate(e);
+}
 
 PipelineEnv make_pipeline_env(const std::vector<FunctionPtr> &outputs) {
     PipelineEnv env;
@@ -361,13 +375,15 @@ PipelineEnv make_pipeline_env(const std::vector<FunctionPtr> &outputs) {
         done.insert(name);
         if (!env.schedules.at(name).compute_level.is_inline) env.order.push_back(name);
     };
-    for (const std::string &o : env.outputs) visit(o);
+    for (const std::string &o : env.outputs)
+        visit(o);
     return env;
 }
 
 Stmt schedule_functions(const PipelineEnv &env) {
     std::vector<Stmt> outputs;
-    for (const std::string &o : env.outputs) outputs.push_back(build_produce(env, *env.funcs.at(o)));
+    for (const std::string &o : env.outputs)
+        outputs.push_back(build_produce(env, *env.funcs.at(o)));
     Stmt s = Block::make(outputs);
     for (auto it = env.order.rbegin(); it != env.order.rend(); ++it) {
         if (std::find(env.outputs.begin(), env.outputs.end(), *it) != env.outputs.end()) continue;

@@ -35,8 +35,8 @@ std::string hex(uint64_t v) {
 // ---------------------------------------------------------------------------------------------
 // Algorithm hash
 
-/// Mixes values into a 64-bit state. Strings are hashed with FNV-1a rather than std::hash so that
-/// the hash does not depend on the standard library's string hash.
+// Mixes values into a 64-bit state. Strings are hashed with FNV-1a rather than std::hash so that
+// the hash does not depend on the standard library's string hash.
 class Hasher {
 public:
     uint64_t value() const { return h; }
@@ -85,12 +85,12 @@ enum class OptionKind { None, Tail, Memory };
 
 struct PrimitiveSpec {
     const char *name;
-    bool on_stage; ///< called on a Stage (any stage) rather than on the Func
+    bool on_stage; // called on a Stage (any stage) rather than on the Func
     size_t min_vars, max_vars;
     size_t ints;
-    bool takes_target; ///< compute_at/store_at: the consumer; rfactor: the new Func
+    bool takes_target; // compute_at/store_at: the consumer; rfactor: the new Func
     OptionKind option;
-    bool pure_vars_only; ///< reorder_storage, bound: dimensions of the Func, never RVars
+    bool pure_vars_only; // reorder_storage, bound: dimensions of the Func, never RVars
 };
 
 constexpr size_t many = SIZE_MAX;
@@ -116,7 +116,7 @@ const PrimitiveSpec primitive_specs[] = {
 
 struct MemoryTypeSpelling {
     MemoryType type;
-    const char *cpp; ///< the enumerator, as to_cpp prints it
+    const char *cpp; // the enumerator, as to_cpp prints it
 };
 const MemoryTypeSpelling memory_types[] = {
     {MemoryType::Auto, "Auto"},           {MemoryType::Stack, "Stack"},
@@ -131,14 +131,14 @@ const PrimitiveSpec *find_spec(const std::string &primitive) {
     return nullptr;
 }
 
-/// "directives[3] (split of 'blur_y.update(0)')", for messages.
+// "directives[3] (split of 'blur_y.update(0)')", for messages.
 std::string where(const Directive &d, size_t index) {
     std::string stage = d.stage == 0 ? "" : ".update(" + std::to_string(d.stage - 1) + ")";
     return "directives[" + std::to_string(index) + "] (" + d.primitive + " of '" + d.func + stage +
            "')";
 }
 
-/// The tail strategy of a split; an omitted option means Auto.
+// The tail strategy of a split; an omitted option means Auto.
 TailStrategy tail_of(const Directive &d) {
     TailStrategy t = TailStrategy::Auto;
     if (!d.option.empty()) parse_tail_strategy(d.option, &t);
@@ -152,8 +152,8 @@ MemoryType memory_type_of(const Directive &d) {
     internal_error("store_in directive with unchecked memory type '", d.option, "'");
 }
 
-/// Checks that a directive has the shape its primitive takes, so that printing and replaying it
-/// can index its fields freely.
+// Checks that a directive has the shape its primitive takes, so that printing and replaying it
+// can index its fields freely.
 void check_directive(const Directive &d, size_t index) {
     const PrimitiveSpec *spec = find_spec(d.primitive);
     if (!spec) {
@@ -327,7 +327,7 @@ Directive read_directive(const json &v, size_t index) {
 // ---------------------------------------------------------------------------------------------
 // Printing C++
 
-/// The C++ variable assumed to hold a Func.
+// The C++ variable assumed to hold a Func.
 std::string cpp_identifier(const std::string &name) {
     std::string id = name;
     for (char &c : id) {
@@ -350,8 +350,8 @@ std::string cpp_var(const Directive &d, size_t i) {
     return std::string(d.is_rvar[i] ? "RVar(" : "Var(") + cpp_string(d.vars[i]) + ")";
 }
 
-/// "Var("x"), RVar("r.x")"; a single variable of a list-taking method goes in braces, because
-/// the variadic overloads take two or more.
+// "Var("x"), RVar("r.x")"; a single variable of a list-taking method goes in braces, because
+// the variadic overloads take two or more.
 std::string cpp_var_list(const Directive &d) {
     std::string s;
     for (size_t i = 0; i < d.vars.size(); i++)
@@ -364,8 +364,8 @@ std::string cpp_stage(const Directive &d) {
     return d.stage == 0 ? f : f + ".update(" + std::to_string(d.stage - 1) + ")";
 }
 
-/// Whether d and next are what vectorize(x, factor) or unroll(x, factor) records: a split of x
-/// into x and x_vi (x_ui) followed by vectorize (unroll) of the inner loop.
+// Whether d and next are what vectorize(x, factor) or unroll(x, factor) records: a split of x
+// into x and x_vi (x_ui) followed by vectorize (unroll) of the inner loop.
 bool is_split_then(const Directive &d, const Directive *next, const char *primitive,
                    const char *suffix) {
     if (!next || d.primitive != "split" || next->primitive != primitive) return false;
@@ -386,8 +386,8 @@ std::string func_names(const std::vector<FunctionPtr> &funcs) {
     return s;
 }
 
-/// Checks before anything is applied that every Func a directive names will exist when the
-/// directive is replayed: a Func of the pipeline, or one made by an earlier rfactor.
+// Checks before anything is applied that every Func a directive names will exist when the
+// directive is replayed: a Func of the pipeline, or one made by an earlier rfactor.
 void check_func_names(const std::vector<Directive> &directives,
                       const std::vector<FunctionPtr> &funcs) {
     std::set<std::string> known;
@@ -417,8 +417,8 @@ FunctionPtr find_func(const std::vector<FunctionPtr> &funcs, const std::string &
                "', which this pipeline does not have; its Funcs are ", func_names(funcs));
 }
 
-/// The RVar an rfactor directive names, bound to its RDom when the update has one (rfactor
-/// itself reports a name that is not an RVar of the update).
+// The RVar an rfactor directive names, bound to its RDom when the update has one (rfactor
+// itself reports a name that is not an RVar of the update).
 RVar rvar_of_update(const FunctionContents &f, int stage, const std::string &name) {
     if (stage < 1 || stage > int(f.updates.size())) return RVar(name);
     const auto &rdom = f.updates[stage - 1].rdom;

@@ -13,13 +13,17 @@ namespace kiln {
 
 namespace {
 
-Expr var(const std::string &name) { return Variable::make(Int(32), name); }
+Expr var(const std::string &name) {
+    return Variable::make(Int(32), name);
+}
 
-Expr flat_index(const std::string &buf, const std::vector<Expr> &args) {
+/// `dense` marks a pipeline argument, whose dimension 0 has stride 1 (checked at entry).
+Expr flat_index(const std::string &buf, const std::vector<Expr> &args, bool dense) {
     Expr index = 0;
     for (size_t d = 0; d < args.size(); d++) {
         Expr offset = args[d] - var(buffer_min_name(buf, int(d)));
-        index = index + offset * var(buffer_stride_name(buf, int(d)));
+        Expr stride = d == 0 && dense ? Expr(1) : var(buffer_stride_name(buf, int(d)));
+        index = index + offset * stride;
     }
     return index;
 }
@@ -43,7 +47,8 @@ protected:
         for (int i = int(op->types.size()) - 1; i >= 0; i--) {
             std::string buf = buffer_name(f, i);
             std::vector<Expr> extents;
-            for (int d : order) extents.push_back(var(buffer_extent_name(buf, d)));
+            for (int d : order)
+                extents.push_back(var(buffer_extent_name(buf, d)));
             MemoryType mt = op->memory_type;
             body = Allocate::make(buf, op->types[i], mt, extents, Expr(), body);
             // Strides follow the storage order; the symbols are what Loads and Stores use.
@@ -57,30 +62,34 @@ protected:
                 lets.emplace_back(buffer_min_name(buf, int(d)), op->bounds[d].min);
                 lets.emplace_back(buffer_extent_name(buf, int(d)), op->bounds[d].extent);
             }
-            for (auto &[name, value] : lets) body = LetStmt::make(name, value, body);
+            for (auto &[name, value] : lets)
+                body = LetStmt::make(name, value, body);
         }
         return body;
     }
 
     Stmt visit(const Provide *op) override {
         const FunctionContents &f = *env.funcs.at(op->name);
+        bool dense =
+            std::find(env.outputs.begin(), env.outputs.end(), op->name) != env.outputs.end();
         std::vector<Expr> args = mutate_exprs(op->args, &changed_dummy);
         std::vector<Expr> values = mutate_exprs(op->values, &changed_dummy);
         if (values.size() == 1) {
             std::string buf = buffer_name(f, 0);
-            return Store::make(buf, values[0], flat_index(buf, args));
+            return Store::make(buf, values[0], flat_index(buf, args, dense));
         }
         // Every value is computed before any is stored: values may read the old ones.
         std::vector<Stmt> stores;
         std::vector<std::string> names;
         for (size_t i = 0; i < values.size(); i++) {
-            names.push_back(unique_name(f.name + ".value" + std::to_string(i) + "."));
+            names.push_back(f.name + ".value" + std::to_string(i));
             std::string buf = buffer_name(f, int(i));
             stores.push_back(Store::make(buf, Variable::make(values[i].type(), names.back()),
-                                         flat_index(buf, args)));
+                                         flat_index(buf, args, dense)));
         }
         Stmt s = Block::make(stores);
-        for (int i = int(values.size()) - 1; i >= 0; i--) s = LetStmt::make(names[i], values[i], s);
+        for (int i = int(values.size()) - 1; i >= 0; i--)
+            s = LetStmt::make(names[i], values[i], s);
         return s;
     }
 
@@ -92,7 +101,11 @@ protected:
         std::string buf = op->call_type == Call::Func
                               ? buffer_name(*env.funcs.at(op->name), op->value_index)
                               : op->name;
-        return Load::make(op->type, buf, flat_index(buf, args));
+        // Inputs and outputs (an update reads its output) are pipeline arguments: dense in dim 0.
+        bool dense =
+            op->call_type == Call::Image ||
+            std::find(env.outputs.begin(), env.outputs.end(), op->name) != env.outputs.end();
+        return Load::make(op->type, buf, flat_index(buf, args, dense));
     }
 
 private:

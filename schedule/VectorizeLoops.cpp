@@ -80,7 +80,7 @@ Expr broadcast_to(const Expr &e, int lanes) {
     return Broadcast::make(e, lanes);
 }
 
-/// The conjunction of two predicates, either of which may be undefined (all lanes on).
+// The conjunction of two predicates, either of which may be undefined (all lanes on).
 Expr and_predicates(const Expr &a, const Expr &b) {
     if (!a.defined()) return b;
     if (!b.defined()) return a;
@@ -88,7 +88,7 @@ Expr and_predicates(const Expr &a, const Expr &b) {
     return And::make(broadcast_to(a, lanes), broadcast_to(b, lanes));
 }
 
-/// The condition without `likely` hints, which only mean something to loop partitioning.
+// The condition without `likely` hints, which only mean something to loop partitioning.
 Expr strip_likely(const Expr &e) {
     if (const auto *c = e.as<Call>(); c && c->call_type == Call::Intrinsic &&
                                       c->name == intrinsic::likely && c->args.size() == 1) {
@@ -112,7 +112,7 @@ void split_conjunction(const Expr &e, std::vector<Expr> &terms) {
     terms.push_back(e);
 }
 
-/// Whether the integer expression e is c * var + (something free of var) for a constant c.
+// Whether the integer expression e is c * var + (something free of var) for a constant c.
 bool is_linear_in(const Expr &e, const std::string &var) {
     if (!uses_var(e, var)) return true;
     if (e.type() != Int(32) || contains_load(e)) return false;
@@ -122,7 +122,7 @@ bool is_linear_in(const Expr &e, const std::string &var) {
     return !uses_var(simplify(e - v * Expr(int(*c))), var);
 }
 
-/// Replaces variables bound inside the loop by their (already expanded) values.
+// Replaces variables bound inside the loop by their (already expanded) values.
 class ExpandLets : public IRMutator {
 public:
     explicit ExpandLets(const std::map<std::string, Expr> &lets) : lets(lets) {}
@@ -138,102 +138,10 @@ private:
     const std::map<std::string, Expr> &lets;
 };
 
-// ---- Memory dependences -------------------------------------------------------------------------
-
-// Running the iterations of a loop as lanes reorders their memory accesses: every statement runs
-// for all lanes before the next statement starts. That is only the serial result when no lane
-// touches an element another lane stores to. We prove the simple sufficient form: each buffer
-// stored in the loop is accessed at one index (after expanding lets), a function of the loop
-// variable and of values fixed during the loop, that differs between lanes. A buffer that is only
-// written, by a single store, may be written at colliding indices: the last lane still wins.
-class MemoryAccesses : public IRVisitor {
-public:
-    struct Access {
-        std::string buffer;
-        Expr index;
-        bool is_store;
-    };
-    std::vector<Access> accesses;
-    std::set<std::string> inner_loop_vars;
-
-protected:
-    using IRVisitor::visit;
-    void visit(const Let *op) override {
-        include(op->value);
-        lets[op->name] = expand(op->value);
-        include(op->body);
-    }
-    void visit(const LetStmt *op) override {
-        include(op->value);
-        lets[op->name] = expand(op->value);
-        include(op->body);
-    }
-    void visit(const For *op) override {
-        inner_loop_vars.insert(op->name);
-        IRVisitor::visit(op);
-    }
-    void visit(const Load *op) override {
-        accesses.push_back({op->name, expand(op->index), false});
-        IRVisitor::visit(op);
-    }
-    void visit(const Store *op) override {
-        accesses.push_back({op->name, expand(op->index), true});
-        IRVisitor::visit(op);
-    }
-
-private:
-    std::map<std::string, Expr> lets;
-    Expr expand(const Expr &e) { return ExpandLets(lets).mutate(e); }
-};
-
-/// Why the iterations of the loop may not run as lanes, or nothing when they may.
-std::optional<std::string> lane_dependence(const std::string &var, const Stmt &body) {
-    MemoryAccesses m;
-    m.include(body);
-    std::map<std::string, std::vector<const MemoryAccesses::Access *>> by_buffer;
-    std::set<std::string> stored;
-    for (const auto &a : m.accesses) {
-        by_buffer[a.buffer].push_back(&a);
-        if (a.is_store) stored.insert(a.buffer);
-    }
-    for (const std::string &b : stored) {
-        const auto &list = by_buffer[b];
-        int stores = 0, loads = 0;
-        for (const auto *a : list)
-            (a->is_store ? stores : loads)++;
-        bool exclusive = loads > 0 || stores > 1;
-        Expr first = simplify(list.front()->index);
-        for (const auto *a : list) {
-            Expr index = simplify(a->index);
-            if (!uses_var(index, var)) {
-                return detail::str("it ", a->is_store ? "stores to" : "loads from", " '", b,
-                                   "' at index ", index,
-                                   ", which is the same for every lane (a reduction)");
-            }
-            if (uses_any(index, m.inner_loop_vars)) {
-                return detail::str("it accesses '", b, "' at index ", index,
-                                   ", which depends on an inner loop");
-            }
-            if (exclusive && !equal(index, first)) {
-                return detail::str("it accesses '", b, "' at indices ", first, " and ", index,
-                                   ", which may be the same element for different lanes");
-            }
-        }
-        if (!exclusive) continue;
-        Expr v = Variable::make(Int(32), var);
-        auto step = as_const_int(simplify(substitute(var, v + 1, first) - first));
-        if (!step || *step == 0) {
-            return detail::str("it reads and writes '", b, "' at index ", first,
-                               ", which may not differ between lanes");
-        }
-    }
-    return std::nullopt;
-}
-
 // ---- Widening -----------------------------------------------------------------------------------
 
-/// Rewrites the body of a vectorized loop over `lanes` lanes. Sets `failed` (and stops) when some
-/// construct cannot be widened without changing the meaning of the loop.
+// Rewrites the body of a vectorized loop over `lanes` lanes. Sets `failed` (and stops) when some
+// construct cannot be widened without changing the meaning of the loop.
 class Widen : public IRMutator {
 public:
     Widen(const std::string &var, const Expr &min, int lanes) : var(var), lanes(lanes) {
@@ -505,9 +413,9 @@ private:
     std::string var;
     int lanes;
     Expr first_lane, last_lane;
-    std::map<std::string, Expr> replacements; ///< variables that became vectors
-    std::map<std::string, Expr> scalar_lets;  ///< lets inside the loop, in terms of `var`
-    Expr predicate;                           ///< lanes on in the current region, if any
+    std::map<std::string, Expr> replacements; // variables that became vectors
+    std::map<std::string, Expr> scalar_lets;  // lets inside the loop, in terms of `var`
+    Expr predicate;                           // lanes on in the current region, if any
     int if_count = 0;
 
     template <typename T>
@@ -520,17 +428,19 @@ private:
     struct Binding {
         std::string name;
         Expr value;
-        std::optional<Expr> previous_replacement;
+        std::optional<Expr> previous_replacement, previous_scalar;
     };
 
     // A let whose value became a ramp or broadcast keeps its scalar name for the first lane, so
     // that uses still see a dense ramp; any other vector value is rebound under a new name.
     Binding bind(const std::string &name, const Expr &original, const Expr &value) {
-        Binding b{name, value, std::nullopt};
+        Binding b{name, value, std::nullopt, std::nullopt};
         if (auto it = replacements.find(name); it != replacements.end()) {
             b.previous_replacement = it->second;
             replacements.erase(it);
         }
+        if (auto it = scalar_lets.find(name); it != scalar_lets.end())
+            b.previous_scalar = it->second;
         scalar_lets[name] = ExpandLets(scalar_lets).mutate(original);
         if (value.type().is_scalar()) return b;
         if (const auto *r = value.as<Ramp>()) {
@@ -551,6 +461,7 @@ private:
         replacements.erase(name);
         scalar_lets.erase(name);
         if (b.previous_replacement) replacements[name] = *b.previous_replacement;
+        if (b.previous_scalar) scalar_lets[name] = *b.previous_scalar;
     }
 
     Stmt with_predicate(const Expr &p, const Stmt &s) {
@@ -561,9 +472,9 @@ private:
         return r;
     }
 
-    /// A scalar condition true exactly when `cond` holds on every lane, when cond is a
-    /// conjunction of comparisons linear in the loop variable: each holds on an interval of lanes,
-    /// so testing it on the lane at its harder end is enough. Undefined otherwise.
+    // A scalar condition true exactly when `cond` holds on every lane, when cond is a
+    // conjunction of comparisons linear in the loop variable: each holds on an interval of lanes,
+    // so testing it on the lane at its harder end is enough. Undefined otherwise.
     Expr all_lanes_pass(const Expr &cond) {
         Expr expanded = ExpandLets(scalar_lets).mutate(strip_likely(cond));
         std::vector<Expr> terms;
@@ -590,6 +501,140 @@ private:
         return simplify(all);
     }
 };
+
+// ---- Memory dependences -------------------------------------------------------------------------
+
+// Running the iterations of a loop as lanes reorders their memory accesses: every statement runs
+// for all lanes before the next statement starts. That is only the serial result when no lane
+// touches an element another lane stores to. We prove the simple sufficient form: each buffer
+// stored in the loop is accessed at one index (after expanding lets), a function of the loop
+// variable and of values fixed during the loop, that differs between lanes. A buffer that is only
+// written, by a single store, may be written at colliding indices: the last lane still wins.
+class MemoryAccesses : public IRVisitor {
+public:
+    struct Access {
+        std::string buffer;
+        Expr index;
+        bool is_store;
+    };
+    std::vector<Access> accesses;
+    std::set<std::string> inner_loop_vars;
+
+protected:
+    using IRVisitor::visit;
+    void visit(const Let *op) override { scoped(op->name, op->value, op->body); }
+    void visit(const LetStmt *op) override { scoped(op->name, op->value, op->body); }
+    void visit(const For *op) override {
+        inner_loop_vars.insert(op->name);
+        include(op->min);
+        include(op->extent);
+        // The loop variable hides any let of the same name.
+        scoped(op->name, Expr(), op->body);
+    }
+    void visit(const Load *op) override {
+        accesses.push_back({op->name, expand(op->index), false});
+        IRVisitor::visit(op);
+    }
+    void visit(const Store *op) override {
+        accesses.push_back({op->name, expand(op->index), true});
+        IRVisitor::visit(op);
+    }
+
+private:
+    std::map<std::string, Expr> lets;
+    Expr expand(const Expr &e) { return ExpandLets(lets).mutate(e); }
+
+    // Visits body with name bound to value (or to nothing, for a loop variable).
+    template <typename Body>
+    void scoped(const std::string &name, const Expr &value, const Body &body) {
+        include(value);
+        std::optional<Expr> shadowed;
+        if (auto it = lets.find(name); it != lets.end()) shadowed = it->second;
+        if (value.defined()) {
+            lets[name] = expand(value);
+        } else {
+            lets.erase(name);
+        }
+        include(body);
+        lets.erase(name);
+        if (shadowed) lets[name] = *shadowed;
+    }
+};
+
+// The step of an index between consecutive values of var, when the index is affine in var: the
+// stride of its widening to two lanes starting at var.
+Expr step_of(const std::string &var, const Expr &index) {
+    Widen widen(var, Variable::make(Int(32), var), 2);
+    Expr wide = widen.mutate(index);
+    if (widen.failed) return Expr();
+    if (wide.type().is_scalar() || wide.as<Broadcast>()) return make_zero(Int(32));
+    if (const auto *r = wide.as<Ramp>()) return simplify(r->stride);
+    return Expr();
+}
+
+// Whether the iterations of a loop may run as lanes: `unsafe` says why not; otherwise they may
+// when every one of `conditions` (scalar, loop-invariant) holds at run time.
+struct LaneIndependence {
+    std::optional<std::string> unsafe;
+    std::vector<Expr> conditions;
+};
+
+LaneIndependence lane_independence(const std::string &var, const Stmt &body) {
+    MemoryAccesses m;
+    m.include(body);
+    std::map<std::string, std::vector<const MemoryAccesses::Access *>> by_buffer;
+    std::set<std::string> stored;
+    for (const auto &a : m.accesses) {
+        by_buffer[a.buffer].push_back(&a);
+        if (a.is_store) stored.insert(a.buffer);
+    }
+    LaneIndependence result;
+    auto unsafe = [&](std::string why) {
+        result.unsafe = std::move(why);
+        return result;
+    };
+    for (const std::string &b : stored) {
+        const auto &list = by_buffer[b];
+        int stores = 0, loads = 0;
+        for (const auto *a : list)
+            (a->is_store ? stores : loads)++;
+        bool exclusive = loads > 0 || stores > 1;
+        Expr first = simplify(list.front()->index);
+        for (const auto *a : list) {
+            Expr index = simplify(a->index);
+            if (!uses_var(index, var)) {
+                return unsafe(detail::str("it ", a->is_store ? "stores to" : "loads from", " '", b,
+                                          "' at index ", index,
+                                          ", which is the same for every lane (a reduction)"));
+            }
+            if (uses_any(index, m.inner_loop_vars)) {
+                return unsafe(detail::str("it accesses '", b, "' at index ", index,
+                                          ", which depends on an inner loop"));
+            }
+            if (exclusive && !equal(index, first)) {
+                return unsafe(detail::str("it accesses '", b, "' at indices ", first, " and ",
+                                          index,
+                                          ", which may be the same element for different lanes"));
+            }
+        }
+        if (!exclusive) continue;
+        // The index is base + step * var when the step does not depend on var; lanes then touch
+        // distinct elements exactly when the step is not zero. A symbolic step (a buffer stride)
+        // is tested at run time.
+        Expr step = step_of(var, first);
+        if (!step.defined()) {
+            // Not affine in var: fall through to unsafe.
+        } else if (auto c = as_const_int(step)) {
+            if (*c != 0) continue;
+        } else if (!uses_var(step, var) && !contains_load(step)) {
+            result.conditions.push_back(step != 0);
+            continue;
+        }
+        return unsafe(detail::str("it reads and writes '", b, "' at index ", first,
+                                  ", which may be the same element for different lanes"));
+    }
+    return result;
+}
 
 class VectorizeLoops : public IRMutator {
 protected:
@@ -621,23 +666,32 @@ protected:
                        ", outside the supported vector widths ", min_lanes, " to ", max_lanes,
                        "; split it by a factor in that range and vectorize the inner loop");
         }
-        std::optional<std::string> why;
+        LaneIndependence independence;
         if (contains_vectors(body)) {
-            why = "its body is already vectorized (nested vectorized loops)";
+            independence.unsafe = "its body is already vectorized (nested vectorized loops)";
         } else {
-            why = lane_dependence(op->name, body);
+            independence = lane_independence(op->name, body);
         }
+        Stmt serial = For::make(op->name, op->min, op->extent, ForType::Serial, body);
+        std::optional<std::string> why = independence.unsafe;
         if (!why) {
             Widen widen(op->name, op->min, int(*extent));
             Stmt vector_body = widen.mutate(body);
-            if (!widen.failed) return vector_body;
+            if (!widen.failed) {
+                if (independence.conditions.empty()) return vector_body;
+                Expr all = independence.conditions[0];
+                for (size_t i = 1; i < independence.conditions.size(); i++) {
+                    all = all && independence.conditions[i];
+                }
+                return IfThenElse::make(simplify(all), vector_body, serial);
+            }
             why = widen.reason;
         }
-        if (std::getenv("KILN_DEBUG")) {
+        if (const char *debug = std::getenv("KILN_DEBUG"); debug && std::atoi(debug) >= 1) {
             std::cerr << "vectorize: loop '" << op->name << "' stays serial because " << *why
                       << "\n";
         }
-        return For::make(op->name, op->min, op->extent, ForType::Serial, body);
+        return serial;
     }
 
 private:

@@ -9,6 +9,8 @@
 // a single address (a reduction), any buffer stored in the loop and accessed at an index that may
 // touch another lane's element, loop bounds or asserts depending on the variable, allocations,
 // non-serial inner loops, or a loop or assert under a vector condition. KILN_DEBUG=1 says why.
+// A buffer read and written at base + s * var with a symbolic s (a stride) is vectorized under a
+// run-time test s != 0, with the serial loop as the other branch.
 // Requires: flattened IR, unique loop names, unrolling done. Guarantees: no Vectorized loops
 // remain; a non-constant extent or one outside 2..64 is a CompileError naming the loop.
 #pragma once

@@ -15,7 +15,8 @@ using namespace kiln;
 int run_demo(int width, int height) {
     Buffer<float> input(std::vector<int>{width, height}, "input");
     for (int y = 0; y < height; y++) {
-        for (int x = 0; x < width; x++) input(x, y) = float((x * 7 + y * 13) % 17);
+        for (int x = 0; x < width; x++)
+            input(x, y) = float((x * 7 + y * 13) % 17);
     }
     Var x("x"), y("y");
     Func clamped = repeat_edge(input);
@@ -30,7 +31,8 @@ int run_demo(int width, int height) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     double checksum = 0;
     for (int j = 0; j < height; j++) {
-        for (int i = 0; i < width; i++) checksum += out(i, j);
+        for (int i = 0; i < width; i++)
+            checksum += out(i, j);
     }
     std::printf("reference evaluation of blur_y over %dx%d: %.1f ms, checksum %.4f\n", width,
                 height, ms, checksum);

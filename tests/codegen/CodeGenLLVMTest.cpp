@@ -554,7 +554,7 @@ TEST(CodeGenLLVM, LetsAndIfThenElseChooseBranches) {
         loop("i", 0, extent_of("out"),
              LetStmt::make(
                  "half", i / 2,
-                 IfThenElse::make(EQ::make(i % 2, 0), Store::make("out", half, i),
+                 IfThenElse::make(likely(EQ::make(i % 2, 0)), Store::make("out", half, i),
                                   Store::make("out", Let::make("t", half * 10, var("t") + 1), i))));
     JITModule m(make_func("branches", {buffer_arg("out", Int(32), 1, true)}, body));
     ASSERT_EQ(run(m, {&out.pointer}), kiln_success);
@@ -575,6 +575,16 @@ TEST(CodeGenLLVM, AssertFailureReturnsAssertionFailedWithItsMessage) {
     TestBuffer<int32_t> big({8});
     EXPECT_EQ(run(m, {&big.pointer}), kiln_success);
     EXPECT_EQ(big.data[0], 1);
+}
+
+TEST(CodeGenLLVM, AssertWithArgumentsFormatsThemAndReturnsItsOwnCode) {
+    TestBuffer<int32_t> out({3}, {-2});
+    Expr narrow = cast<int8_t>(min_of("out")), wide = cast<int64_t>(extent_of("out"));
+    Stmt body = AssertStmt::make(GT::make(extent_of("out"), 5), "out: min %d extent %lld scale %g",
+                                 {narrow, wide, Expr(0.5f)}, kiln_error_access_out_of_bounds);
+    JITModule m(make_func("assert_args", {buffer_arg("out", Int(32), 1, true)}, body));
+    EXPECT_EQ(run(m, {&out.pointer}), kiln_error_access_out_of_bounds);
+    EXPECT_STREQ(kiln_last_error_message(), "out: min -2 extent 3 scale 0.5");
 }
 
 TEST(CodeGenLLVM, NullBufferReturnsBufferArgumentNullNamingTheBuffer) {
@@ -706,6 +716,45 @@ TEST(CodeGenLLVM, ConstantSizeStackAllocationNeedsNoHeap) {
     for (int k = 0; k < 16; k++)
         EXPECT_EQ(out.data[k], k * k);
     EXPECT_EQ(m.llvm_ir().find("kiln_malloc"), std::string::npos);
+}
+
+TEST(CodeGenLLVM, UnrolledAndVectorizedLoopsLeftByLoweringRunSerially) {
+    TestBuffer<int32_t> out({4, 3});
+    Expr x = var("x"), y = var("y");
+    Stmt body = loop("y", 0, 3,
+                     loop("x", 0, 4, Store::make("out", x + y * 10, x + y * stride_of("out", 1)),
+                          ForType::Vectorized),
+                     ForType::Unrolled);
+    JITModule m(make_func("leftover_loops", {buffer_arg("out", Int(32), 2, true)}, body));
+    ASSERT_EQ(run(m, {&out.pointer}), kiln_success);
+    for (int yy = 0; yy < 3; yy++) {
+        for (int xx = 0; xx < 4; xx++)
+            EXPECT_EQ(out(xx, yy), xx + yy * 10);
+    }
+}
+
+TEST(CodeGenLLVM, BoolBuffersHoldOneBytePerElement) {
+    TestBuffer<uint8_t> in({lanes}), out({lanes});
+    in.buffer.type = out.buffer.type = {kiln_type_bool, 1, 1};
+    for (int k = 0; k < lanes; k++)
+        in.data[k] = k % 3 == 0;
+    Expr v = Load::make(Bool(lanes), "in", dense(0));
+    Expr odd = EQ::make(Ramp::make(0, 1, lanes) % 2, Broadcast::make(1, lanes));
+    Expr scalar = Load::make(Bool(), "in", 1);
+    JITModule m(make_func("bools",
+                          {buffer_arg("in", Bool(), 1), buffer_arg("out", Bool(), 1, true)},
+                          Block::make(Store::make("out", Or::make(v, odd), dense(0)),
+                                      Store::make("out", Not::make(scalar), 1))));
+    ASSERT_EQ(run(m, {&in.pointer, &out.pointer}), kiln_success) << kiln_last_error_message();
+    for (int k = 0; k < lanes; k++) {
+        uint8_t want = k == 1 ? 1 : (k % 3 == 0 || k % 2 == 1);
+        EXPECT_EQ(out.data[k], want) << k;
+    }
+}
+
+TEST(CodeGenLLVM, GpuLoopReachingTheCpuBackendIsAnInternalError) {
+    Stmt body = loop("block", 0, 4, Evaluate::make(0), ForType::GPUBlock);
+    EXPECT_THROW(JITModule(make_func("gpu", {}, body)), InternalError);
 }
 
 TEST(CodeGenLLVM, UnloweredProvideIsAnInternalError) {

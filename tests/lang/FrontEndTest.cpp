@@ -2,6 +2,8 @@
 // compute(), the inline reducers, boundary conditions and Func::to_string.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -430,6 +432,35 @@ TEST(Func, PlusEqualsWithAnIntegerIntoAFloatFuncConvertsIt) {
     f(x) = 0.0f;
     f(x) += x;
     EXPECT_EQ(to_string(f.update_definition(0).values[0]), "(f(x) + float32(x))");
+}
+
+TEST(Func, AReductionDoesNotKeepItselfAlive) {
+    std::weak_ptr<FunctionContents> contents;
+    {
+        Var x("x");
+        RDom r(0, 4, "r");
+        Func f("f");
+        f(x) = 0;
+        f(x) += r;
+        contents = f.function();
+        const Call *self = f.update_definition(0).values[0].as<Add>()->a.as<Call>();
+        ASSERT_NE(self, nullptr);
+        EXPECT_EQ(self->func.get(), f.function().get());
+    }
+    EXPECT_TRUE(contents.expired());
+}
+
+TEST(Func, ACallToAReductionKeepsItAlive) {
+    std::weak_ptr<FunctionContents> contents;
+    Expr call;
+    {
+        RDom r(0, 4, "r");
+        call = sum(r * 2);
+        contents = call.as<Call>()->func;
+    }
+    ASSERT_FALSE(contents.expired());
+    Func s(contents.lock());
+    EXPECT_EQ(to_string(s.update_definition(0).values[0]), "(" + s.name() + "() + (r.x * 2))");
 }
 
 // Tuples

@@ -71,7 +71,7 @@ std::string end_string(const Expr &e) {
     }
 }
 
-const Expr x = var("x"), y = var("y"), z = var("z");
+const Expr x = var("x"), y = var("y");
 const Expr xo = var("xo"), yo = var("yo"), w = var("w");
 
 TEST(Interval, ConstantIsASinglePoint) {

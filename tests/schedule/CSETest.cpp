@@ -68,17 +68,33 @@ TEST(CSE, KeepsLikelyHintsInPlace) {
     EXPECT_TRUE(equal(got, e)) << got;
 }
 
-TEST(CSE, SubexpressionsThatUseALetNameStayInsideTheLet) {
-    // The inner v + 1 means a + 1, the outer one the free v + 1: they must not be merged.
+TEST(CSE, SharesAcrossLetsWithoutConfusingAShadowedName) {
+    // Inside the let, v + 1 means a + 1; outside, it is the free v plus one. Both are repeated,
+    // and they must stay two different lets.
     Expr v = int_var("v");
     Expr e = let("v", a, (v + 1) * (v + 1)) + (v + 1) * (v + 1);
     Expr t0 = int_var("t0"), t1 = int_var("t1");
-    Expr expected = let("t1", v + 1, let("v", a, let("t0", v + 1, t0 * t0)) + t1 * t1);
+    Expr expected = let("t0", a + 1, let("t1", v + 1, t0 * t0 + t1 * t1));
     EXPECT_TRUE(cse_gives(e, expected));
     ExprEvaluator eval;
     eval.bind("a", test::int_value(2));
     eval.bind("v", test::int_value(5));
     EXPECT_EQ(eval.eval(cse(e)), eval.eval(e));
+}
+
+TEST(CSE, SharesASubexpressionBetweenALetValueAndTheOuterExpression) {
+    // The shape inlining leaves: let f.y = y + 1 in (x - m) * f.y, next to (x - m) outside.
+    Expr x = int_var("x"), m = int_var("m"), y = int_var("y");
+    Expr e = let("f.y", y + 1, (x - m) * int_var("f.y")) + (x - m);
+    Expr t0 = int_var("t0");
+    EXPECT_TRUE(cse_gives(e, let("t0", x - m, t0 * (y + 1) + t0)));
+}
+
+TEST(CSE, ExpressionWithNothingToShareIsReturnedUnchanged) {
+    Expr e = let("v", a + b, int_var("v") * c);
+    EXPECT_TRUE(cse(e).same_as(e));
+    Stmt s = Store::make("out", a * b, c);
+    EXPECT_TRUE(cse(s).same_as(s));
 }
 
 TEST(CSE, StoreSharesBetweenItsIndexAndValue) {

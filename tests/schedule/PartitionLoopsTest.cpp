@@ -4,7 +4,11 @@
 
 #include "lang/IROperator.h"
 #include "lang/IRVisitor.h"
+#include "schedule/CSE.h"
+#include "schedule/HoistLoopInvariants.h"
+#include "schedule/UnrollLoops.h"
 #include "schedule/VectorizeLoops.h"
+#include "tests/lang/RandomExpr.h"
 #include "tests/schedule/StmtInterpreter.h"
 
 namespace kiln {
@@ -17,7 +21,7 @@ Expr load(const std::string &buffer, const Expr &index) {
     return Load::make(Int(32).with_lanes(index.type().lanes), buffer, index);
 }
 
-/// Ifs and likely hints in a statement.
+// Ifs and likely hints in a statement.
 class Counts : public IRVisitor {
 public:
     int ifs = 0, likelies = 0;
@@ -55,7 +59,7 @@ struct LoopSummary {
     int ifs, likelies;
 };
 
-/// Each loop named `name`, in order, with the ifs and likely hints inside it.
+// Each loop named `name`, in order, with the ifs and likely hints inside it.
 std::vector<LoopSummary> census(const Stmt &s, const std::string &name) {
     FindLoops find(name);
     find.include(s);
@@ -68,8 +72,8 @@ std::vector<LoopSummary> census(const Stmt &s, const std::string &name) {
     return result;
 }
 
-/// The loop nest of a split of x by `factor` with GuardWithIf over [0, n): as ScheduleFunctions
-/// builds it, the guard tests the original variable, a let of the outer and inner variables.
+// The loop nest of a split of x by `factor` with GuardWithIf over [0, n): as ScheduleFunctions
+// builds it, the guard tests the original variable, a let of the outer and inner variables.
 Stmt guarded_split(int factor, ForType outer_type = ForType::Serial) {
     Expr n = int_var("n"), xo = int_var("x.o"), xi = int_var("x.i"), x = int_var("x");
     Stmt store = Store::make("out", load("in", x) + x, x);
@@ -255,6 +259,28 @@ TEST(PartitionLoops, VectorizedTailFastPathBecomesTheSteadyState) {
     for (int nv = 0; nv <= 20; nv++) {
         EXPECT_TRUE(test::same_effect(before, after, buffers_of_size(nv), {{"n", int_value(nv)}}))
             << "n " << nv;
+    }
+}
+
+TEST(PartitionLoops, LoweringPassesInOrderKeepTheMeaningOfRandomGuardedSplits) {
+    // unroll, vectorize, partition, CSE and hoisting, as Lower.cpp runs them, on a split by 8
+    // with a vectorized and a serial inner loop, a random value and a guard on the tail.
+    std::mt19937_64 rng(99);
+    Expr n = int_var("n"), xo = int_var("x.o"), xi = int_var("x.i"), x = int_var("x");
+    for (int i = 0; i < 40; i++) {
+        test::RandomExprGenerator gen(rng, {"x", "k"});
+        Expr value = gen.int_expr(Int(32), 3) * load("in", x) + gen.int_expr(Int(32), 2);
+        Stmt guarded = IfThenElse::make(likely(x <= n - 1), Store::make("out", value, x));
+        ForType inner_type = i % 2 ? ForType::Vectorized : ForType::Unrolled;
+        Stmt inner = For::make("x.i", 0, 8, inner_type, LetStmt::make("x", xo * 8 + xi, guarded));
+        Stmt before = For::make("x.o", 0, (n + 7) / 8, ForType::Serial, inner);
+        Stmt after =
+            hoist_loop_invariants(cse(partition_loops(vectorize_loops(unroll_loops(before)))));
+        for (int nv = 0; nv <= 20; nv++) {
+            ASSERT_TRUE(test::same_effect(before, after, buffers_of_size(nv),
+                                          {{"n", int_value(nv)}, {"k", int_value(nv - 9)}}))
+                << "case " << i << ", n " << nv;
+        }
     }
 }
 

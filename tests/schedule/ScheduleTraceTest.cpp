@@ -29,7 +29,7 @@ Blur make_blur(float weight = 1.0f / 3) {
     return b;
 }
 
-/// Calls of two Funcs interleaved, so that call order differs from grouping by Func.
+// Calls of two Funcs interleaved, so that call order differs from grouping by Func.
 void schedule_blur(Blur &b) {
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
     b.blur_y.tile(x, y, xo, yo, xi, yi, 64, 32);
@@ -38,7 +38,7 @@ void schedule_blur(Blur &b) {
     b.blur_x.vectorize(x, 8);
 }
 
-/// A sum over a 2-D RDom, as an update of a 1-D Func.
+// A sum over a 2-D RDom, as an update of a 1-D Func.
 struct Total {
     ImageParam in{Float(32), 2, "in"};
     Func total{"total"};
@@ -54,7 +54,7 @@ Total make_total() {
     return t;
 }
 
-/// rfactor on r.y with the intermediate's name left to kiln, then a schedule of the intermediate.
+// rfactor on r.y with the intermediate's name left to kiln, then a schedule of the intermediate.
 Func schedule_total(Total &t) {
     Var x("x"), u("u");
     Func intm = t.total.update(0).rfactor(t.r.y, u);

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "lang/IREquality.h"
 #include "lang/IROperator.h"
 #include "lang/IRVisitor.h"
+#include "tests/lang/RandomExpr.h"
 #include "tests/schedule/StmtInterpreter.h"
 
 namespace kiln {
@@ -39,7 +41,7 @@ std::string error_of(const Stmt &s) {
     return "(no error)";
 }
 
-/// What the statement contains, for checks on the shape of the result.
+// What the statement contains, for checks on the shape of the result.
 class Census : public IRVisitor {
 public:
     int loops = 0, vectorized_loops = 0, ifs = 0, predicated_stores = 0, plain_vector_stores = 0;
@@ -240,6 +242,46 @@ TEST(VectorizeLoops, ConditionIsComputedOnceBeforeTheBranchesStore) {
     EXPECT_TRUE(test::same_effect(before, after, random_buffers({{"buf", 8}})));
 }
 
+TEST(VectorizeLoops, ReadModifyWriteAtASymbolicStrideIsVectorizedUnderARunTimeTest) {
+    // Lanes touch distinct elements only when the stride is not zero, which is only known later.
+    Expr s = int_var("s");
+    Stmt before = vectorized(Store::make("out", load("out", x * s) + load("in", x), x * s), 4);
+    Stmt after = vectorize_loops(before);
+    const auto *branch = after.as<IfThenElse>();
+    ASSERT_NE(branch, nullptr) << after;
+    EXPECT_TRUE(equal(branch->condition, s != 0)) << after;
+    EXPECT_EQ(census(branch->then_case).plain_vector_stores, 1) << after;
+    ASSERT_NE(branch->else_case.as<For>(), nullptr) << after;
+    EXPECT_EQ(branch->else_case.as<For>()->for_type, ForType::Serial);
+    for (int sv : {0, 1, 3}) {
+        EXPECT_TRUE(test::same_effect(before, after, random_buffers({{"in", 4}, {"out", 10}}),
+                                      {{"s", int_value(sv)}}))
+            << "s " << sv;
+    }
+}
+
+TEST(VectorizeLoops, RandomBodiesKeepTheirMeaning) {
+    // Random integer expressions of the loop variable (with lets that may shadow it, selects,
+    // casts and narrow types), stored directly or under a random condition.
+    std::mt19937_64 rng(20240611);
+    int widened = 0;
+    for (int i = 0; i < 300; i++) {
+        test::RandomExprGenerator gen(rng, {"x", "k"});
+        Expr value = gen.int_expr(Int(32), 4) + load("in", x);
+        Stmt store = Store::make("out", value, x);
+        Stmt body = i % 2 ? IfThenElse::make(gen.bool_expr(3), store) : store;
+        Stmt before = vectorized(body);
+        Stmt after = vectorize_loops(before);
+        widened += census(after).loops == 0;
+        for (int kv : {-7, 0, 5}) {
+            ASSERT_TRUE(test::same_effect(before, after, random_buffers({{"in", 8}, {"out", 8}}),
+                                          {{"k", int_value(kv)}}))
+                << "case " << i;
+        }
+    }
+    EXPECT_EQ(widened, 300);
+}
+
 // ---- Loops that stay serial ---------------------------------------------------------------------
 
 TEST(VectorizeLoops, ReductionIntoOneAddressStaysSerial) {
@@ -284,8 +326,9 @@ TEST(VectorizeLoops, AllocationInsideAGuardStaysSerial) {
 TEST(VectorizeLoops, AssertDependingOnTheVariableStaysSerial) {
     Stmt body =
         Block::make(AssertStmt::make(x < int_var("n"), "x out of range"), Store::make("out", x, x));
-    const auto *loop = vectorize_loops(vectorized(body)).as<For>();
-    ASSERT_NE(loop, nullptr);
+    Stmt after = vectorize_loops(vectorized(body));
+    const auto *loop = after.as<For>();
+    ASSERT_NE(loop, nullptr) << after;
     EXPECT_EQ(loop->for_type, ForType::Serial);
 }
 
