@@ -121,6 +121,10 @@ std::vector<Expr> int_args(const std::string &name, const std::vector<Expr> &arg
 
 } // namespace
 
+Expr weaken_self_calls(const Expr &e, const FunctionContents *self) {
+    return WeakenSelfCalls(self).mutate(e);
+}
+
 const Expr &Tuple::operator[](size_t i) const {
     if (i >= exprs.size()) {
         user_error("tuple of ", exprs.size(), " values has no element ", i);

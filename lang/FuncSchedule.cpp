@@ -293,13 +293,14 @@ Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
     Expr e = substitute(r.name(), Expr(v), term);
     e = RebindRVars(d.rdom, rest).mutate(e);
     Expr current = intm(intm_args);
+    Expr intm_value = weaken_self_calls(combine(op, current, e), intm.function().get());
     intm.function()->updates.push_back(
-        Definition{intm_args, {combine(op, current, e)}, rest->vars.empty() ? nullptr : rest});
+        Definition{intm_args, {intm_value}, rest->vars.empty() ? nullptr : rest});
 
     std::vector<Expr> use_args(d.args);
     use_args.push_back(Variable::make(Int(32), r.name(), nullptr, outer));
     Expr self_call = Call::make(t, f.name, d.args, Call::Func, func, 0);
-    d.values = {combine(op, self_call, intm(use_args))};
+    d.values = {weaken_self_calls(combine(op, self_call, intm(use_args)), func.get())};
     d.rdom = outer;
 
     record("rfactor", {VarOrRVar(r), VarOrRVar(v)}, {}, "", intm.name());

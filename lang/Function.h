@@ -47,6 +47,10 @@ using FunctionPtr = std::shared_ptr<FunctionContents>;
 /// Raises CompileError naming the cycle for a recursive definition.
 std::vector<FunctionPtr> reachable_functions(const std::vector<FunctionPtr> &outputs);
 
+/// e with its calls to `self` made non-owning: a Func owns its definitions, so a definition that
+/// owned the Func it belongs to would form a reference cycle and leak.
+Expr weaken_self_calls(const Expr &e, const FunctionContents *self);
+
 /// The Funcs called directly by a function's definitions (pure and updates), by name.
 std::vector<FunctionPtr> direct_callees(const FunctionPtr &f);
 
