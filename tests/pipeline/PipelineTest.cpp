@@ -14,7 +14,6 @@
 namespace kiln {
 namespace {
 
-using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 /// Every element of got equals the one of want at the same coordinates (both over the same
@@ -28,13 +27,15 @@ void expect_same_buffer(const Buffer<T> &want, const Buffer<T> &got) {
     }
     int reported = 0;
     std::vector<int> at(want.dimensions());
-    for (int d = 0; d < want.dimensions(); d++) at[d] = want.dim(d).min;
+    for (int d = 0; d < want.dimensions(); d++)
+        at[d] = want.dim(d).min;
     for (int64_t n = 0; n < want.number_of_elements(); n++) {
         T w = *reinterpret_cast<T *>(want.address_of(at));
         T g = *reinterpret_cast<T *>(got.address_of(at));
         if (!(w == g) && reported++ < 5) {
             std::string where;
-            for (int c : at) where += (where.empty() ? "" : ", ") + std::to_string(c);
+            for (int c : at)
+                where += (where.empty() ? "" : ", ") + std::to_string(c);
             ADD_FAILURE() << "at (" << where << "): want " << w << ", got " << g;
         }
         for (int d = 0; d < want.dimensions(); d++) {
@@ -78,16 +79,13 @@ TEST(Pipeline, PointwiseRealizeEqualsTheReferenceEvaluator) {
     expect_same_buffer<int>(reference_realize(f, {13, 7}), got);
 }
 
-// Bug: schedule/ScheduleFunctions.cpp, inject(): `FindLoops finder({compute_loop}, f.name)` keeps
-// a reference to the temporary std::set made from {compute_loop} (FindLoops::names is a const
-// reference member), which is destroyed at the end of that statement; the visit then reads freed
-// memory, often finds no loop, and raises "... is computed inside loop 'x' ... but it is also used
-// outside that loop" for a legal compute_at. Fix: make FindLoops::names (and func) values, not
-// references. Enable once fixed.
-TEST(Pipeline, DISABLED_PipelineRealizeOfAScheduledBlurEqualsTheReferenceEvaluator) {
+// A regression test: compute_at once read a destroyed std::set in inject() and rejected this
+// schedule, and the buffer check once over-estimated the input the shifted tiles read.
+TEST(Pipeline, PipelineRealizeOfAScheduledBlurEqualsTheReferenceEvaluator) {
     Buffer<float> in = Buffer<float>({19, 17}, "blur_in");
     for (int y = 0; y < 17; y++) {
-        for (int x = 0; x < 19; x++) in(x, y) = float((x * 7 + y * 13) % 23) * 0.25f;
+        for (int x = 0; x < 19; x++)
+            in(x, y) = float((x * 7 + y * 13) % 23) * 0.25f;
     }
     Func blur_x("sched_blur_x"), blur_y("sched_blur_y");
     Var x("x"), y("y"), xi("xi"), yi("yi");
@@ -116,14 +114,9 @@ TEST(Pipeline, RealizingTwiceCompilesOnce) {
     expect_same_buffer(a, b);
 }
 
-// Bug: schedule/ScheduleFunctions.cpp, InlineCalls::visit(const Call *) names the lets of an
-// inlined call with unique_name() ("g.x.17"), a process-wide counter, and the lets stay in the
-// final IR; codegen/Pipeline.cpp cache_key() hashes the body by names, so every lowering of a
-// pipeline with an inlined Func has a new key and compiles again (the cache never hits, and
-// fills with copies). Fix: number the fresh names per lowering (a counter in PipelineEnv, or
-// names derived from the call's position), or hash the body modulo renaming of let-bound names.
-// Enable once fixed.
-TEST(Pipeline, DISABLED_RealizingTwiceCompilesOnceWhenAFuncIsInlined) {
+TEST(Pipeline, RealizingTwiceCompilesOnceWhenAFuncIsInlined) {
+    // Inlining introduces lets with fresh names; once they came from a process-wide counter, so
+    // every lowering had a new cache key and compiled again.
     Func g("compile_once_inlined_g"), f("compile_once_inlined_f");
     Var x("x");
     g(x) = x * 5 - 3;
@@ -217,13 +210,78 @@ TEST(Pipeline, TupleOutputsRealizeIntoOneBufferPerValue) {
     expect_same_buffer<int>(want[1], best);
 }
 
+TEST(Pipeline, TwoOutputsListedProducerFirstAreBothRealized) {
+    Func f("two_out_f"), g("two_out_g");
+    Var x("x"), y("y");
+    f(x, y) = x * 3 + y;
+    g(x, y) = f(x, y) * 2 - x;
+    Buffer<int> bf({7, 5}, "two_out_f"), bg({7, 5}, "two_out_g");
+    Pipeline({f, g}).realize({bf, bg});
+    expect_same_buffer<int>(reference_realize(f, {7, 5}), bf);
+    expect_same_buffer<int>(reference_realize(g, {7, 5}), bg);
+}
+
+// Bug: schedule/ScheduleFunctions.cpp, schedule_functions() emits the produce blocks of the
+// outputs in the order the Pipeline lists them, not in dependency order: with Pipeline({g, f})
+// where g calls f, g runs first and reads f's buffer before f is computed (34 of 35 values of g
+// wrong). Fix: emit the outputs in env.order (producers first), as make_pipeline_env() already
+// orders the other Funcs.
+TEST(Pipeline, DISABLED_TwoOutputsListedConsumerFirstAreBothRealized) {
+    Func f("out_order_f"), g("out_order_g");
+    Var x("x"), y("y");
+    f(x, y) = x * 3 + y;
+    g(x, y) = f(x, y) * 2 - x;
+    Buffer<int> bf({7, 5}, "out_order_f"), bg({7, 5}, "out_order_g");
+    Pipeline({g, f}).realize({bg, bf});
+    expect_same_buffer<int>(reference_realize(f, {7, 5}), bf);
+    expect_same_buffer<int>(reference_realize(g, {7, 5}), bg);
+}
+
+// Bug: when one output reads another beyond the other's buffer, nothing checks it:
+// schedule/AddBufferChecks.cpp checks an output buffer only against the writes of its Func
+// (boxes_touched(s, read, written) has outputs only in `written`), and the output is computed
+// only over its own buffer, so g(6, y) reads f(7, y) past the end of f's buffer (here g(6, 0)
+// came out 2 instead of 42; it reads whatever memory follows). Fix: check an output buffer also
+// against the reads of the other outputs (raise the usual "the schedule needs [0, 7] but the
+// buffer covers [0, 6]"), as Halide requires an output to cover what its consumers need.
+TEST(PipelineErrors, DISABLED_AnOutputReadPastItsBufferByAnotherOutputIsReported) {
+    Func f("out_past_f"), g("out_past_g");
+    Var x("x"), y("y");
+    f(x, y) = x * 3 + y;
+    g(x, y) = f(x + 1, y) * 2;
+    Buffer<int> bf({7, 5}, "out_past_f"), bg({7, 5}, "out_past_g");
+    EXPECT_THAT(runtime_error_of([&] {
+                    Pipeline({f, g}).realize({bf, bg});
+                }),
+                HasSubstr("buffer 'out_past_f' dimension 0: the schedule needs [0, 7] but the "
+                          "buffer covers [0, 6]"));
+}
+
+// Hazard (a missing check rather than a wrong answer to a valid program): Func::bound() on a Func
+// that is not an output is a promise kiln never checks (lang/Func.h says only outputs are
+// checked), so a bound smaller than what the consumers read makes them read past the
+// allocation: here f(x) = g(x) + g(x + 5) with g bounded to [0, 4) gives 8 wrong values and reads
+// freed or foreign memory. Halide asserts that the bounds cover the required region. Suggested
+// fix: in bounds inference, when a bound replaces the inferred region, add an AssertStmt that the
+// inferred region lies inside the bound (a RuntimeError naming the Func, the dimension and both
+// ranges). Enable once that check exists.
+TEST(PipelineErrors, DISABLED_ABoundSmallerThanTheRegionItsConsumersReadIsReported) {
+    Func g("small_bound_g"), f("small_bound_f");
+    Var x("x");
+    g(x) = x * 2;
+    f(x) = g(x) + g(x + 5);
+    g.compute_root().bound(x, 0, 4);
+    EXPECT_THAT(runtime_error_of([&] { f.realize({8}); }), HasSubstr("small_bound_g"));
+}
+
 TEST(PipelineErrors, AnOutputTooSmallForAShiftInwardsSplitNamesTheBufferAndRanges) {
     Func f("too_small_out");
     Var x("x"), xo("xo"), xi("xi");
     f(x) = x;
     f.split(x, xo, xi, 8, TailStrategy::ShiftInwards);
     std::string msg = runtime_error_of([&] { f.realize({5}); });
-    EXPECT_THAT(msg, HasSubstr("buffer 'too_small_out' dimension 0: the schedule needs"));
+    EXPECT_THAT(msg, HasSubstr("buffer 'too_small_out' dimension 0: the schedule needs [-3, 4] "
+                               "but the buffer covers [0, 4]"));
 }
 
 TEST(PipelineErrors, AnOutputTooSmallForARoundUpSplitNamesTheBufferAndRanges) {
@@ -232,7 +290,8 @@ TEST(PipelineErrors, AnOutputTooSmallForARoundUpSplitNamesTheBufferAndRanges) {
     f(x, y) = x + y;
     f.split(y, yo, yi, 4, TailStrategy::RoundUp);
     std::string msg = runtime_error_of([&] { f.realize({3, 7}); });
-    EXPECT_THAT(msg, HasSubstr("buffer 'round_up_out' dimension 1: the schedule needs"));
+    EXPECT_THAT(msg, HasSubstr("buffer 'round_up_out' dimension 1: the schedule needs [0, 7] "
+                               "but the buffer covers [0, 6]"));
 }
 
 TEST(PipelineErrors, AnInputTooSmallNamesTheBufferAndRanges) {
@@ -241,7 +300,8 @@ TEST(PipelineErrors, AnInputTooSmallNamesTheBufferAndRanges) {
     Var x("x");
     f(x) = in(x + 1);
     std::string msg = runtime_error_of([&] { f.realize({5}); });
-    EXPECT_THAT(msg, HasSubstr("buffer 'small_in' dimension 0: the schedule needs"));
+    EXPECT_THAT(msg, HasSubstr("buffer 'small_in' dimension 0: the schedule needs [1, 5] but "
+                               "the buffer covers [0, 4]"));
 }
 
 TEST(PipelineErrors, AnUnboundParamIsNamed) {
@@ -255,10 +315,10 @@ TEST(PipelineErrors, AnUnboundParamIsNamed) {
 }
 
 TEST(PipelineErrors, AnUnboundImageParamIsNamed) {
-    ImageParam in(Float(32), 1, "unbound_image");
+    ImageParam image(Float(32), 1, "unbound_image");
     Func f("uses_unbound_image");
     Var x("x");
-    f(x) = in(x) * 2.0f;
+    f(x) = image(x) * 2.0f;
     std::string msg = runtime_error_of([&] { f.realize({4}); });
     EXPECT_THAT(msg, HasSubstr("ImageParam 'unbound_image' has no buffer"));
 }
@@ -280,8 +340,7 @@ TEST(PipelineErrors, RunWithAnOutputOfTheWrongDimensionsNamesBothCounts) {
     CompiledPipeline c = Pipeline(f).compile_jit();
     Buffer<int> wrong({4}, "dims_out");
     std::string msg = runtime_error_of([&] { c.run({wrong}); });
-    EXPECT_THAT(msg,
-                HasSubstr("buffer 'dims_out' has 1 dimensions, but the pipeline expects 2"));
+    EXPECT_THAT(msg, HasSubstr("buffer 'dims_out' has 1 dimensions, but the pipeline expects 2"));
 }
 
 TEST(PipelineErrors, RunWithTheWrongNumberOfOutputsSaysHowMany) {
@@ -290,7 +349,8 @@ TEST(PipelineErrors, RunWithTheWrongNumberOfOutputsSaysHowMany) {
     f(x) = x;
     CompiledPipeline c = Pipeline(f).compile_jit();
     Buffer<int> a({4}), b({4});
-    EXPECT_THAT(runtime_error_of([&] { c.run({a, b}); }),
+    std::vector<BufferBase> two{a, b};
+    EXPECT_THAT(runtime_error_of([&] { c.run(two); }),
                 HasSubstr("the pipeline writes 1 output buffers, but 2 were given"));
     EXPECT_THAT(runtime_error_of([&] { c.run({}); }), HasSubstr("but 0 were given"));
 }
@@ -303,14 +363,14 @@ TEST(PipelineErrors, AParamOutsideItsRangeFailsTheRunWithItsValueAndLimit) {
     f(x) = x * p;
     p.set(12);
     EXPECT_THAT(runtime_error_of([&] { f.realize({4}); }),
-                AllOf(HasSubstr("param 'ranged_p' is"), HasSubstr("must be at most")));
+                HasSubstr("param 'ranged_p' is 12 but must be at most 10"));
     p.set(-1);
     EXPECT_THAT(runtime_error_of([&] { f.realize({4}); }),
-                AllOf(HasSubstr("param 'ranged_p' is"), HasSubstr("must be at least")));
+                HasSubstr("param 'ranged_p' is -1 but must be at least 0"));
     // run() reports the failure as a code and keeps the message for kiln_last_error_message.
     CompiledPipeline c = Pipeline(f).compile_jit();
     Buffer<int> out({4});
-    EXPECT_NE(c.run({out}), 0);
+    EXPECT_EQ(c.run({out}), kiln_error_param_out_of_range);
     EXPECT_THAT(std::string(kiln_last_error_message()), HasSubstr("ranged_p"));
     p.set(10);
     EXPECT_EQ(c.run({out}), 0);
@@ -325,7 +385,18 @@ TEST(PipelineErrors, AFloatParamOutsideItsRangeIsReported) {
     f(x) = cast<float>(x) * p;
     p.set(1.5f);
     EXPECT_THAT(runtime_error_of([&] { f.realize({4}); }),
-                AllOf(HasSubstr("param 'ranged_float_p' is"), HasSubstr("must be at most")));
+                HasSubstr("param 'ranged_float_p' is 1.5 but must be at most 1"));
+}
+
+TEST(PipelineErrors, TupleOutputBuffersOfDifferentShapesAreReported) {
+    Func f("tuple_shapes_f");
+    Var x("x");
+    f(x) = Tuple({Expr(x), x * 2});
+    Buffer<int> a({4}, "a"), b({5}, "b");
+    std::string msg = runtime_error_of([&] { Pipeline(f).realize({a, b}); });
+    EXPECT_THAT(msg, HasSubstr("kiln_error_bad_dimensions"));
+    EXPECT_THAT(msg, HasSubstr("output buffers 'tuple_shapes_f.0' and 'tuple_shapes_f.1' must "
+                               "have the same shape, but differ in dimension 0"));
 }
 
 TEST(PipelineErrors, RealizeWithTheWrongNumberOfExtentsIsACompileError) {
@@ -336,53 +407,26 @@ TEST(PipelineErrors, RealizeWithTheWrongNumberOfExtentsIsACompileError) {
                 HasSubstr("'extents_f' has 2 dimensions, but 1 extents were given"));
 }
 
-// Bug: schedule/Schedule.cpp, StageBuilder::split() accepts TailStrategy::RoundUp on any pure
-// loop of an update, and schedule/ScheduleFunctions.cpp build_stage() then runs the rounded-up
-// iterations without a guard. Rounding up is harmless only past the end of the dimension: on an
-// inner loop (here xi, the inner piece of x split by 4) the extra iterations are the first points
-// of the next outer iteration, so the update is applied twice to them: f(4) and f(5) come out
-// 2 * in(x) (measured: 1 2 3 4 10 12 7 8). Fix: in updates, allow RoundUp only on a loop whose
-// iterations past its extent lie past the end of the original dimension (the original pure Var,
-// or the outer loop of splits of it), else raise a CompileError saying to use GuardWithIf (or
-// guard the rounded-up iterations). Enable once fixed (as a CompileError test if so fixed).
-TEST(Pipeline, DISABLED_RoundUpOnAnInnerSplitOfAnUpdateAppliesTheUpdateOnce) {
-    Buffer<int> in({8}, "round_up_twice_in");
-    for (int i = 0; i < 8; i++) in(i) = i + 1;
-    Func f("round_up_twice");
-    Var x("x"), xo("xo"), xi("xi"), xio("xio"), xii("xii");
-    f(x) = 0;
-    f(x) = f(x) + in(x);
-    f.update(0)
-        .split(x, xo, xi, 4, TailStrategy::GuardWithIf)
-        .split(xi, xio, xii, 3, TailStrategy::RoundUp);
-    Buffer<int> out = f.realize({8});
-    expect_same_buffer<int>(reference_realize(f, {8}), out);
-}
-
-// Bug: the buffer checks (schedule/AddBufferChecks.cpp, with schedule/BoxesTouched.cpp) bound the
-// region a schedule reads by interval arithmetic over let-bound names, losing the relation
-// between them. The loop extent of a Func computed per tile is `(f.x.max - f.x.min) + 1` with
-// f.x.max = f.x.min + 7, but the two lets are bounded separately over all tiles, so the extent
-// seems to range over [-1, 17]; a ShiftInwards split of f then seems to start 5 points before the
-// tile, and a legal schedule on an input of exactly the needed size fails its check. (Also behind
-// the FindLoops bug above.) Fix: substitute let values (or simplify x.max - x.min symbolically)
-// before taking bounds, or emit constant loop extents when the region's width is constant.
-TEST(Pipeline, DISABLED_AShiftInwardsSplitOfAFuncComputedPerTileReadsOnlyTheInputItNeeds) {
-    Buffer<int> in = ramp_buffer({13}, "shift_tile_in");
+// A regression test: the buffer check once bounded the loop extent of a Func computed per tile,
+// (f.x.max - f.x.min) + 1, with the two lets bounded separately, so a shifted split seemed to
+// start before the tile and the exactly sized input failed the check.
+TEST(Pipeline, AShiftInwardsSplitOfAFuncComputedPerTileReadsOnlyTheInputItNeeds) {
+    Buffer<int> input = ramp_buffer({13}, "shift_tile_in");
     Func f("shift_tile_f"), g("shift_tile_g");
     Var x("x"), xo("xo"), xi("xi"), a("a"), b("b");
-    f(x) = in(x) * 2;
+    f(x) = input(x) + input(x) * 2;
     g(x) = f(x) + 1;
     g.split(x, xo, xi, 8, TailStrategy::ShiftInwards);
     f.compute_at(g, xo).split(x, a, b, 4, TailStrategy::ShiftInwards);
     expect_same_buffer<int>(reference_realize(g, {13}), g.realize({13}));
 }
 
-// Bug: the same loss of precision for a fused loop. build_stage() recovers the fused pieces as
+// Bug: schedule/ScheduleFunctions.cpp build_stage() recovers the pieces of a fused loop as
 // fused % inner_extent and fused / inner_extent with symbolic extents; their bounds come out as
 // products of the extents' intervals, so a Func fused and computed per row (or per point) seems
 // to read far outside its region, and a legal schedule on an exactly sized input fails its check
-// (found by the fuzzer on matmul with rfactor: the check wanted [-142, 148] of a 7-wide input).
+// (here it wants rows [0, 5] of a 4-row input; the fuzzer found it on matmul with rfactor, where
+// the check wanted [-142, 148] of a 7-wide input).
 // Fix: bound each piece of a fuse by its own loop range ([min, min + extent - 1]) rather than by
 // the arithmetic that recovers it, as Halide's bounds of split and fused dimensions do.
 TEST(Pipeline, DISABLED_AFusedFuncComputedAtATileReadsOnlyTheInputItNeeds) {
@@ -396,50 +440,7 @@ TEST(Pipeline, DISABLED_AFusedFuncComputedAtATileReadsOnlyTheInputItNeeds) {
     expect_same_buffer<int>(reference_realize(h, {5, 4}), h.realize({5, 4}));
 }
 
-// Bug: codegen/CodeGenLLVM.cpp, visit(const AssertStmt *) calls
-// call_kiln_error(kiln_error_assertion_failed, op->message): it prints the message through "%s"
-// and ignores op->args and op->error_code. So every failed buffer or Param check reports its
-// printf placeholders instead of the values ("the schedule needs [%lld, %lld] but the buffer
-// covers [%lld, %lld]") and returns kiln_error_assertion_failed instead of the code that
-// schedule/AddBufferChecks.cpp chose (access_out_of_bounds, param_out_of_range, bad_stride).
-// Fix: pass op->message as the format and codegen op->args as the variadic arguments of
-// kiln_error (int64 and double, as the %lld and %g in the messages expect), and return
-// op->error_code. Enable these three once fixed.
-TEST(PipelineErrors, DISABLED_OutOfBoundsMessagesShowTheNeededAndCoveredRanges) {
-    Func f("ranges_out");
-    Var x("x"), xo("xo"), xi("xi");
-    f(x) = x;
-    f.split(x, xo, xi, 8, TailStrategy::ShiftInwards);
-    EXPECT_THAT(runtime_error_of([&] { f.realize({5}); }),
-                HasSubstr("buffer 'ranges_out' dimension 0: the schedule needs [-3, 4] but the "
-                          "buffer covers [0, 4]"));
-    Buffer<int> in = ramp_buffer({5}, "ranges_in");
-    Func g("reads_ranges_in");
-    g(x) = in(x + 1);
-    EXPECT_THAT(runtime_error_of([&] { g.realize({5}); }),
-                HasSubstr("buffer 'ranges_in' dimension 0: the schedule needs [1, 5] but the "
-                          "buffer covers [0, 4]"));
-}
-
-TEST(PipelineErrors, DISABLED_AParamOutsideItsRangeReportsItsValueAndLimit) {
-    Param<int> p("valued_p");
-    p.set_range(0, 10);
-    Param<float> q("valued_q");
-    q.set_range(0.0f, 1.0f);
-    Func f("uses_valued_params");
-    Var x("x");
-    f(x) = cast<float>(x * p) * q;
-    p.set(12);
-    q.set(0.5f);
-    EXPECT_THAT(runtime_error_of([&] { f.realize({4}); }),
-                HasSubstr("param 'valued_p' is 12 but must be at most 10"));
-    p.set(3);
-    q.set(1.5f);
-    EXPECT_THAT(runtime_error_of([&] { f.realize({4}); }),
-                HasSubstr("param 'valued_q' is 1.5 but must be at most 1"));
-}
-
-TEST(PipelineErrors, DISABLED_FailedChecksReturnTheirOwnErrorCodes) {
+TEST(PipelineErrors, FailedChecksReturnTheirOwnErrorCodes) {
     Param<int> p("coded_p");
     p.set_range(0, 10);
     Func f("coded_f");

@@ -10,7 +10,7 @@
 //   KILN_FUZZ_VERBOSE=1     prints every schedule as C++
 //   KILN_FUZZ_KNOWN_BUGS=1  also generates schedules that hit known compiler bugs (see
 //                           known_bugs() below), to check a fix; or a comma-separated list of
-//                           them (compute_at,round_up_inner_update,fuse_when_computed_at)
+//                           their names (fuse_when_computed_at)
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -27,7 +27,6 @@
 #include <map>
 #include <optional>
 #include <random>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -72,7 +71,8 @@ public:
     }
     template <typename T>
     void shuffle(std::vector<T> &v) {
-        for (size_t i = v.size(); i > 1; i--) std::swap(v[i - 1], v[size_t(below(int(i)))]);
+        for (size_t i = v.size(); i > 1; i--)
+            std::swap(v[i - 1], v[size_t(below(int(i)))]);
     }
 
 private:
@@ -85,13 +85,6 @@ private:
 // the reproducer is enabled.
 
 struct KnownBugs {
-    /// compute_at and store_at: inject() in schedule/ScheduleFunctions.cpp reads a destroyed
-    /// std::set and rejects legal schedules, depending on the heap's state (see
-    /// Pipeline.DISABLED_PipelineRealizeOfAScheduledBlurEqualsTheReferenceEvaluator).
-    bool compute_at = true;
-    /// RoundUp on a loop of an update that is not the outermost piece of its dimension applies
-    /// the update twice to some points (Pipeline.DISABLED_RoundUpOnAnInnerSplitOfAnUpdate...).
-    bool round_up_inner_update = true;
     /// A fused loop of a Func computed at a loop of another makes the bounds of its pieces blow
     /// up to the product of the extents, failing buffer checks of legal schedules
     /// (Pipeline.DISABLED_AFusedFuncComputedAtATileReadsOnlyTheInputItNeeds).
@@ -104,18 +97,14 @@ const KnownBugs &known_bugs() {
         const char *env = std::getenv("KILN_FUZZ_KNOWN_BUGS");
         std::string on = env ? env : "";
         auto wanted = [&](const char *name) {
-            return on == "1" || on == "all" || ("," + on + ",").find(std::string(",") + name + ",") !=
-                                                    std::string::npos;
+            return on == "1" || on == "all" ||
+                   ("," + on + ",").find(std::string(",") + name + ",") != std::string::npos;
         };
-        if (!on.empty()) {
-            b.compute_at = !wanted("compute_at");
-            b.round_up_inner_update = !wanted("round_up_inner_update");
-            b.fuse_when_computed_at = !wanted("fuse_when_computed_at");
-            return b;
+        b.fuse_when_computed_at = !wanted("fuse_when_computed_at");
+        if (b.fuse_when_computed_at) {
+            std::printf("[ fuzz ] note: steering around a known bug (no fuse in a Func computed "
+                        "at a loop); KILN_FUZZ_KNOWN_BUGS=1 generates it\n");
         }
-        std::printf("[ fuzz ] note: the generator steers around known bugs (no compute_at, no "
-                    "RoundUp of an inner loop of an update, no fuse in a Func computed at a "
-                    "loop); KILN_FUZZ_KNOWN_BUGS=1 generates them\n");
         return b;
     }();
     return bugs;
@@ -134,7 +123,8 @@ constexpr int margin = 128;
 
 std::vector<int> with_margin(const std::vector<int> &extents) {
     std::vector<int> e;
-    for (int x : extents) e.push_back(x + 2 * margin);
+    for (int x : extents)
+        e.push_back(x + 2 * margin);
     return e;
 }
 
@@ -150,8 +140,7 @@ Buffer<int> int_input(const std::string &name, const std::vector<int> &extents, 
 
 /// Floats in [-1, 1) with all 24 bits of mantissa in use, so that any change in the order of
 /// float operations shows in the results.
-Buffer<float> float_input(const std::string &name, const std::vector<int> &extents,
-                          uint64_t seed) {
+Buffer<float> float_input(const std::string &name, const std::vector<int> &extents, uint64_t seed) {
     Buffer<float> b(with_margin(extents), name);
     b.set_min(std::vector<int>(extents.size(), -margin));
     Rng rng(seed);
@@ -339,8 +328,8 @@ Instance euclid() {
     Var x("x"), y("y");
     // Negative dividends and divisors; no divisor is ever zero, at any coordinate.
     a(x, y) = (in(x, y) - 40) / (y % 3 - 4) + (x - 7) % (x % 5 - 6);
-    out(x, y) =
-        a(x, y) * 3 + (a(x + 1, y) / 4) % 5 + (x - 9) / 2 - (y - 6) % 3 + (0 - x) / 3 + a(x, y) % -7;
+    out(x, y) = a(x, y) * 3 + (a(x + 1, y) / 4) % 5 + (x - 9) / 2 - (y - 6) % 3 + (0 - x) / 3 +
+                a(x, y) % -7;
     Instance i;
     i.output = out;
     i.extents = {13, 11};
@@ -392,12 +381,14 @@ Instance scan() {
 }
 
 Instance independent_update() {
+    // g is used by both stages of f, so it can only be computed outside f.
     Buffer<int> in = int_input("iu_in", {23}, -100, 100, 116);
-    Func f("iu_f"), out("iu_out");
+    Func g("iu_g"), f("iu_f"), out("iu_out");
     Var x("x");
     RDom r(2, 19, "iu_r");
-    f(x) = x * 2 + in(x);
-    f(r) = f(r) * 3 - in(r + 1);
+    g(x) = in(x)*5 - x;
+    f(x) = x * 2 + g(x);
+    f(r) = f(r) * 3 - g(r + 1);
     out(x) = f(x) + f(x + 1);
     Instance i;
     i.output = out;
@@ -415,6 +406,39 @@ Instance matmul_compute() {
     i.output = mc;
     i.extents = {13, 7};
     i.rfactor_sites = {{"mc_sum", 0, "mc_k.x"}};
+    return i;
+}
+
+Instance narrow_blur() {
+    // uint8 in, uint16 sums, uint8 out: narrow vector lanes, widening and narrowing casts, and
+    // unsigned division; the sums never overflow uint16.
+    Buffer<uint8_t> in({21 + 2 * margin, 9 + 2 * margin}, "nb_in");
+    in.set_min({-margin, -margin});
+    Rng rng(119);
+    in.for_each_offset([&](int64_t offset) { in.data()[offset] = uint8_t(rng.below(256)); });
+    Func wide("nb_wide"), bx("nb_x"), out("nb_out");
+    Var x("x"), y("y");
+    wide(x, y) = cast<uint16_t>(in(x, y));
+    bx(x, y) = wide(x - 1, y) + wide(x, y) * 2 + wide(x + 1, y);
+    out(x, y) = cast<uint8_t>((bx(x, y - 1) + bx(x, y) * 2 + bx(x, y + 1) + 8) / 16);
+    Instance i;
+    i.output = out;
+    i.extents = {21, 9};
+    return i;
+}
+
+Instance image_param() {
+    // The input's shape is symbolic (an ImageParam), and a Param scales the stencil.
+    ImageParam in(Int(32), 2, "ip_in");
+    in.set(int_input("ip_buffer", {11, 19}, -50, 50, 120));
+    Param<int> scale("ip_scale", 3);
+    Func a("ip_a"), out("ip_out");
+    Var x("x"), y("y");
+    a(x, y) = in(x, y) * scale - in(x, y + 1);
+    out(x, y) = a(x, y) + a(x + 1, y - 1) * 2 + max(a(x, y + 2), 0);
+    Instance i;
+    i.output = out;
+    i.extents = {11, 19};
     return i;
 }
 
@@ -436,9 +460,12 @@ const std::vector<PipelineSpec> &corpus() {
         {"param_rdom", "a Param as an RDom extent and in arithmetic", param_rdom},
         {"histogram", "16-bin histogram (scattered update) consumed by a pure stage", histogram},
         {"scan", "prefix sum along x (an update reading its previous site)", scan},
-        {"independent_update", "an update whose RVar writes only its own site", independent_update},
-        {"matmul_compute", "TVM-style compute() and sum() integer matrix product",
-         matmul_compute},
+        {"independent_update",
+         "an update whose RVar writes only its own site; a producer used by both stages",
+         independent_update},
+        {"matmul_compute", "TVM-style compute() and sum() integer matrix product", matmul_compute},
+        {"narrow_blur", "uint8 blur through uint16 sums, 21x9", narrow_blur},
+        {"image_param", "stencil over an ImageParam (symbolic shape) with a Param", image_param},
     };
     return specs;
 }
@@ -474,8 +501,10 @@ public:
     std::map<std::string, FunctionPtr> calls;
 
     void include_definition(const Definition &d) {
-        for (const Expr &e : d.args) include(e);
-        for (const Expr &e : d.values) include(e);
+        for (const Expr &e : d.args)
+            include(e);
+        for (const Expr &e : d.values)
+            include(e);
         if (!d.rdom) return;
         for (const ReductionVariable &v : d.rdom->vars) {
             include(v.min);
@@ -508,7 +537,8 @@ private:
     void visit(const Call *op) override {
         IRVisitor::visit(op);
         if (op->call_type != Call::Func || op->name != f) return;
-        for (size_t i = 0; i < site.size(); i++) found |= !equal(op->args[i], site[i]);
+        for (size_t i = 0; i < site.size(); i++)
+            found |= !equal(op->args[i], site[i]);
     }
 };
 
@@ -520,7 +550,8 @@ bool rvar_is_independent(const FunctionContents &f, const Definition &d, const s
     }
     if (!in_site) return false;
     ReadsOtherSites reads(f.name, d.args);
-    for (const Expr &v : d.values) reads.include(v);
+    for (const Expr &v : d.values)
+        reads.include(v);
     return !reads.found;
 }
 
@@ -539,7 +570,7 @@ struct LoopModel {
     std::optional<int> constant; ///< the extent, when the compiler sees a constant
     std::optional<int> known;    ///< the extent in this run, when the generator knows it
     int grain = 1;               ///< product of the factors that split the original dimension
-    bool inner_piece = false;    ///< an inner loop of a split, or made from one (or by fuse)
+    bool from_inner = false;     ///< an inner loop of a split, or made from one
     ForType type = ForType::Serial;
     bool no_parallel = false;  ///< a Func is stored outside this loop and computed inside it
     bool no_vectorize = false; ///< a Func is computed inside this loop
@@ -586,13 +617,16 @@ public:
         for (const std::string &name : consumers_first) {
             FuncModel &fm = funcs.at(name);
             if (fm.inlined) continue;
-            for (StageModel &st : fm.stages) transform_stage(fm, st);
+            for (StageModel &st : fm.stages)
+                transform_stage(fm, st);
         }
-        for (const std::string &name : consumers_first) place(funcs.at(name));
+        for (const std::string &name : consumers_first)
+            place(funcs.at(name));
         for (const std::string &name : consumers_first) {
             FuncModel &fm = funcs.at(name);
             if (fm.inlined) continue;
-            for (StageModel &st : fm.stages) choose_loop_types(fm, st);
+            for (StageModel &st : fm.stages)
+                choose_loop_types(fm, st);
             choose_storage(fm);
         }
     }
@@ -633,9 +667,11 @@ private:
             FuncModel fm;
             fm.func = Func(f);
             fm.is_output = f == inst.output.function();
-            for (int s = 0; s <= int(f->updates.size()); s++) fm.stages.push_back(stage_model(*f, s));
+            for (int s = 0; s <= int(f->updates.size()); s++)
+                fm.stages.push_back(stage_model(*f, s));
             for (const StageModel &st : fm.stages) {
-                for (auto &[name, g] : st.calls) visit(g);
+                for (auto &[name, g] : st.calls)
+                    visit(g);
             }
             funcs[f->name] = std::move(fm);
             producers_first.push_back(f->name);
@@ -745,7 +781,10 @@ private:
             tails.push_back(TailStrategy::Auto);
         }
         if (st.index > 0) tails.push_back(TailStrategy::Auto);
-        bool round_up_ok = !(st.index > 0 && l.inner_piece && known_bugs().round_up_inner_update);
+        // In an update, the iterations past the end of a loop made from the inner loop of a
+        // split run points of the next tile again, applying the update twice; the compiler
+        // rejects it. Past the end of an original or outer loop lies only the region's end.
+        bool round_up_ok = st.index == 0 || !l.from_inner;
         if (divides && round_up_ok) tails.push_back(TailStrategy::RoundUp);
         return tails;
     }
@@ -766,7 +805,7 @@ private:
         LoopModel in = old, out = old;
         in.name = inner;
         in.constant = in.known = factor;
-        in.inner_piece = true;
+        in.from_inner = true;
         out.name = outer;
         if (old.constant) out.constant = (*old.constant + factor - 1) / factor;
         if (old.known) out.known = (*old.known + factor - 1) / factor;
@@ -798,11 +837,13 @@ private:
 
     void reorder_model(StageModel &st, const std::vector<std::string> &order) {
         std::vector<size_t> positions;
-        for (const std::string &n : order) positions.push_back(index_of(st, n));
+        for (const std::string &n : order)
+            positions.push_back(index_of(st, n));
         std::vector<size_t> sorted(positions);
         std::sort(sorted.begin(), sorted.end());
         std::vector<LoopModel> loops = st.loops;
-        for (size_t k = 0; k < sorted.size(); k++) loops[sorted[k]] = st.loops[positions[k]];
+        for (size_t k = 0; k < sorted.size(); k++)
+            loops[sorted[k]] = st.loops[positions[k]];
         st.loops = loops;
     }
 
@@ -867,7 +908,7 @@ private:
         if (in.constant && out.constant) fused.constant = *in.constant * *out.constant;
         if (in.known && out.known) fused.known = *in.known * *out.known;
         fused.grain = in.grain * out.grain;
-        fused.inner_piece = true;
+        fused.from_inner = in.from_inner || out.from_inner;
         stage_of(fm, st).fuse(var_of(in), var_of(out), VarOrRVar(fused.name, in.is_rvar));
         st.loops[i] = fused;
         st.loops.erase(st.loops.begin() + long(i) + 1);
@@ -883,7 +924,8 @@ private:
         }
         if (subset.size() < 2) return;
         std::vector<std::string> names;
-        for (size_t i : subset) names.push_back(st.loops[i].name);
+        for (size_t i : subset)
+            names.push_back(st.loops[i].name);
         rng.shuffle(names);
         StageModel after = st;
         reorder_model(after, names);
@@ -899,10 +941,12 @@ private:
                 if (l.is_rvar) l = rvars[next++];
             }
             names.clear();
-            for (const LoopModel &l : after.loops) names.push_back(l.name);
+            for (const LoopModel &l : after.loops)
+                names.push_back(l.name);
         }
         std::vector<VarOrRVar> vars;
-        for (const std::string &n : names) vars.push_back(var_of(st.loops[index_of(st, n)]));
+        for (const std::string &n : names)
+            vars.push_back(var_of(st.loops[index_of(st, n)]));
         if (st.index == 0 && rng.chance(50)) {
             fm.func.reorder(vars);
         } else {
@@ -933,7 +977,8 @@ private:
     std::set<std::string> effective_calls(const StageModel &st) const {
         std::set<std::string> out;
         std::vector<std::string> work;
-        for (auto &[name, f] : st.calls) work.push_back(name);
+        for (auto &[name, f] : st.calls)
+            work.push_back(name);
         std::set<std::string> seen;
         while (!work.empty()) {
             std::string n = work.back();
@@ -944,7 +989,8 @@ private:
                 out.insert(n);
                 continue;
             }
-            for (auto &[name, f] : g.stages[0].calls) work.push_back(name);
+            for (auto &[name, f] : g.stages[0].calls)
+                work.push_back(name);
         }
         return out;
     }
@@ -966,7 +1012,8 @@ private:
                     continue;
                 }
                 size_t n = 0;
-                while (n < common->size() && n < around.size() && (*common)[n] == around[n]) n++;
+                while (n < common->size() && n < around.size() && (*common)[n] == around[n])
+                    n++;
                 common->resize(n);
             }
         }
@@ -981,7 +1028,6 @@ private:
     void place(FuncModel &fm) {
         if (fm.is_output || fm.inlined) return;
         std::vector<Level> levels = legal_levels(fm);
-        if (known_bugs().compute_at) levels.clear();
         for (const StageModel &st : fm.stages) {
             if (st.fused && known_bugs().fuse_when_computed_at) levels.clear();
         }
@@ -1009,11 +1055,16 @@ private:
             fm.func.store_at(funcs.at(at.func).func, VarOrRVar(at.loop, at.is_rvar));
         }
         // Iterations of a parallel loop between the storage and the computation would compute
-        // into the same allocation at once; a vectorized loop around a computation is left out.
+        // into the same allocation at once: for a pure Func they write the same values (a
+        // benign race, sometimes allowed), for a Func with updates they would interleave.
+        // Vectorizing a loop around a computation is sometimes allowed (it must fall back to
+        // scalar code or vectorize the producer too).
+        bool race_ok = !has_updates && rng.chance(30);
+        bool vector_ok = rng.chance(30);
         for (size_t i = 0; i <= k; i++) {
             LoopModel &l = loop_at(levels[i]);
-            l.no_vectorize = true;
-            if (i >= stored) l.no_parallel = true;
+            l.no_vectorize |= !vector_ok;
+            if (i >= stored) l.no_parallel |= !race_ok;
         }
     }
 
@@ -1031,7 +1082,17 @@ private:
     void choose_loop_types(FuncModel &fm, StageModel &st) {
         Stage s = stage_of(fm, st);
         int vectorized = -1;
-        if (!st.loops.empty() && rng.chance(50)) {
+        if (st.loops.size() > 1 && rng.chance(10)) {
+            // A vectorized loop with serial loops inside it.
+            LoopModel &l = st.loops[1];
+            if (!l.no_vectorize && may_run_in_any_order(st, l) && l.constant && *l.constant >= 2 &&
+                *l.constant <= 16) {
+                s.vectorize(var_of(l));
+                l.type = ForType::Vectorized;
+                vectorized = 1;
+            }
+        }
+        if (vectorized < 0 && !st.loops.empty() && rng.chance(50)) {
             LoopModel &inner = st.loops[0];
             if (!inner.no_vectorize && may_run_in_any_order(st, inner)) {
                 if (inner.constant && *inner.constant >= 2 && *inner.constant <= 16 &&
@@ -1057,7 +1118,9 @@ private:
             std::vector<size_t> candidates;
             for (size_t i = 0; i < st.loops.size(); i++) {
                 const LoopModel &l = st.loops[i];
-                if (int(i) != vectorized && l.constant && *l.constant <= 8) candidates.push_back(i);
+                if (int(i) != vectorized && l.constant && *l.constant <= 16) {
+                    candidates.push_back(i);
+                }
             }
             if (!candidates.empty()) {
                 LoopModel &l = st.loops[rng.pick(candidates)];
@@ -1068,7 +1131,7 @@ private:
                 LoopModel l = st.loops[i];
                 int factor = rng.range(2, 4);
                 std::string inner = l.name + "_ui";
-                if (int(i) != vectorized && !st.names.count(inner) &&
+                if (int(i) > vectorized && !st.names.count(inner) &&
                     l.grain * factor <= max_grain) {
                     TailStrategy tail = rng.pick(legal_tails(fm, st, l, factor));
                     s.unroll(var_of(l), factor, tail);
@@ -1086,8 +1149,11 @@ private:
                     candidates.push_back(i);
                 }
             }
-            if (!candidates.empty()) {
-                LoopModel &l = st.loops[rng.pick(candidates)];
+            rng.shuffle(candidates);
+            // Usually one parallel loop, sometimes two nested ones.
+            size_t count = std::min(candidates.size(), size_t(rng.chance(15) ? 2 : 1));
+            for (size_t k = 0; k < count; k++) {
+                LoopModel &l = st.loops[candidates[k]];
                 s.parallel(var_of(l));
                 l.type = ForType::Parallel;
                 if (rng.chance(10)) {
@@ -1103,7 +1169,8 @@ private:
         const std::vector<std::string> &args = fm.func.args();
         if (args.size() > 1 && rng.chance(25)) {
             std::vector<Var> order;
-            for (const std::string &a : args) order.emplace_back(a);
+            for (const std::string &a : args)
+                order.emplace_back(a);
             rng.shuffle(order);
             if (rng.chance(30)) order.pop_back(); // the rest keep their order, outermost
             fm.func.reorder_storage(order);
@@ -1130,8 +1197,7 @@ struct Case {
         std::ostringstream s;
         s << "seed " << seed << ", pipeline '" << p.name << "' (" << p.description << ")\n"
           << "schedule:\n"
-          << (schedule.empty() ? "(default)\n" : schedule)
-          << "reproduce: KILN_FUZZ_SEED=" << seed
+          << (schedule.empty() ? "(default)\n" : schedule) << "reproduce: KILN_FUZZ_SEED=" << seed
           << " KILN_FUZZ_ITERATIONS=1 build/tests/kiln_pipeline_tests "
              "--gtest_filter='ScheduleFuzz.*'\n";
         return s.str();
@@ -1139,7 +1205,9 @@ struct Case {
 };
 
 /// The pipeline of a seed; consecutive seeds go round the corpus.
-size_t pipeline_of(uint64_t seed) { return size_t(seed % corpus().size()); }
+size_t pipeline_of(uint64_t seed) {
+    return size_t(seed % corpus().size());
+}
 
 // A crash in compiled code cannot be caught; the signal handler prints the case first.
 char crash_note[8192];
@@ -1154,11 +1222,23 @@ void on_crash(int sig) {
 }
 
 void install_crash_handler() {
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, on_crash);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
+        signal(sig, on_crash);
 }
 
 void note_case(const Case &c) {
     std::snprintf(crash_note, sizeof(crash_note), "%s", c.describe().c_str());
+}
+
+/// Seconds spent compiling (lowering and JIT) and running, and how often each primitive was
+/// used, over a fuzz run.
+struct Timings {
+    double compile = 0, run = 0;
+    std::map<std::string, int> primitives;
+} timings;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 /// Builds the pipeline of the case and schedules it with the generator.
@@ -1166,13 +1246,30 @@ Instance build_scheduled(Case &c) {
     Instance inst = corpus()[c.pipeline].build();
     Rng rng(c.seed);
     ScheduleGenerator(rng, inst).generate();
-    c.schedule = ScheduleTrace::capture({inst.output}).to_cpp();
+    ScheduleTrace trace = ScheduleTrace::capture({inst.output});
+    c.schedule = trace.to_cpp();
+    for (const Directive &d : trace.directives) {
+        timings.primitives[d.primitive + (d.primitive == "split" ? " " + d.option : "")]++;
+    }
     return inst;
 }
 
 template <typename T>
 T element(const BufferBase &b, const std::vector<int> &at) {
     return *reinterpret_cast<const T *>(b.address_of(at));
+}
+
+/// An integer element of any integer type, widened.
+int64_t int_element(const BufferBase &b, const std::vector<int> &at) {
+    Type t = b.type();
+    if (t == Int(8)) return element<int8_t>(b, at);
+    if (t == Int(16)) return element<int16_t>(b, at);
+    if (t == Int(32)) return element<int32_t>(b, at);
+    if (t == UInt(8)) return element<uint8_t>(b, at);
+    if (t == UInt(16)) return element<uint16_t>(b, at);
+    if (t == UInt(32)) return element<uint32_t>(b, at);
+    ADD_FAILURE() << "the fuzzer compares no buffers of " << t;
+    return 0;
 }
 
 /// Compares one output value with the reference; returns a description of the first
@@ -1182,10 +1279,12 @@ std::string compare(const BufferBase &want, const BufferBase &got, const BufferB
     std::ostringstream s;
     int bad = 0;
     std::vector<int> at(size_t(want.dimensions()));
-    for (int d = 0; d < want.dimensions(); d++) at[size_t(d)] = want.dim(d).min;
+    for (int d = 0; d < want.dimensions(); d++)
+        at[size_t(d)] = want.dim(d).min;
     auto where = [&] {
         std::string w;
-        for (int c : at) w += (w.empty() ? "" : ", ") + std::to_string(c);
+        for (int c : at)
+            w += (w.empty() ? "" : ", ") + std::to_string(c);
         return "(" + w + ")";
     };
     for (int64_t n = 0; n < want.number_of_elements(); n++) {
@@ -1206,7 +1305,7 @@ std::string compare(const BufferBase &want, const BufferBase &got, const BufferB
                   << (terms > 0 ? " (tolerance " + std::to_string(tolerance) + ")" : "") << "\n";
             }
         } else {
-            int w = element<int>(want, at), g = element<int>(got, at);
+            int64_t w = int_element(want, at), g = int_element(got, at);
             if (w != g && bad++ < 4) {
                 s << "  at " << where() << ": want " << w << ", got " << g << "\n";
             }
@@ -1226,15 +1325,6 @@ bool reassociates(const Instance &inst) {
         if (f->made_by_rfactor) return true;
     }
     return false;
-}
-
-/// Seconds spent compiling (lowering and JIT) and running, over a fuzz run.
-struct Timings {
-    double compile = 0, run = 0;
-} timings;
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 /// Compiles, runs and compares one case; "" when it passes.
@@ -1277,26 +1367,6 @@ std::string run_case(Case &c) {
     return error;
 }
 
-/// Gives the names that lowering makes up from a process-wide counter (the lets of inlined
-/// calls, "blur_x.x.123") numbers in order of first appearance, so that two lowerings of the same
-/// pipeline compare equal (see InliningMakesLoweringDependOnAProcessWideCounter).
-std::string canonical_names(const std::string &text) {
-    static const std::regex generated(R"(([A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*\.)(\d+))");
-    std::map<std::string, int> numbers;
-    std::string out;
-    auto begin = std::sregex_iterator(text.begin(), text.end(), generated);
-    size_t last = 0;
-    for (auto it = begin; it != std::sregex_iterator(); ++it) {
-        const std::smatch &m = *it;
-        out.append(text, last, size_t(m.position(0)) - last);
-        auto [pos, inserted] = numbers.emplace(m.str(0), int(numbers.size()));
-        out += m.str(1) + "#" + std::to_string(pos->second);
-        last = size_t(m.position(0) + m.length(0));
-    }
-    out.append(text, last, std::string::npos);
-    return out;
-}
-
 /// The first line where two texts differ, with the lines around it.
 std::string first_difference(const std::string &a, const std::string &b) {
     std::istringstream sa(a), sb(b);
@@ -1329,8 +1399,8 @@ std::string round_trip_case(Case &c) {
             return "the replayed pipeline's trace differs:\n" + again.to_json_string() + "\n";
         }
         if (again.to_cpp() != c.schedule) return "to_cpp differs:\n" + again.to_cpp() + "\n";
-        std::string original = canonical_names(lower_to_text({inst.output}, "fuzz"));
-        std::string replayed = canonical_names(lower_to_text({fresh.output}, "fuzz"));
+        std::string original = lower_to_text({inst.output}, "fuzz");
+        std::string replayed = lower_to_text({fresh.output}, "fuzz");
         if (original != replayed) {
             return "the replayed pipeline lowers differently, first at " +
                    first_difference(original, replayed);
@@ -1360,11 +1430,20 @@ void fuzz(const char *what, const std::function<std::string(Case &)> &run_one) {
             failures++;
             ADD_FAILURE() << what << " failed for " << c.describe() << error;
         }
+        if (iterations >= 1000 && (i + 1) % 500 == 0) {
+            std::printf("[ fuzz ] %s: %d of %d, %d failed, %.0f s\n", what, i + 1, iterations,
+                        failures, seconds_since(start));
+            std::fflush(stdout);
+        }
     }
     std::printf("[ fuzz ] %s: %d schedules from seed %llu, %d failed, %.1f s (compile %.1f s, "
                 "run %.1f s)\n",
                 what, iterations, static_cast<unsigned long long>(seed), failures,
                 seconds_since(start), timings.compile, timings.run);
+    std::string used;
+    for (auto &[p, n] : timings.primitives)
+        used += (used.empty() ? "" : ", ") + p + " " + std::to_string(n);
+    std::printf("[ fuzz ] directives: %s\n", used.c_str());
 }
 
 TEST(ScheduleFuzz, RandomSchedulesMatchTheReferenceEvaluator) {
