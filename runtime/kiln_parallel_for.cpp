@@ -4,16 +4,22 @@
 
 #include <omp.h>
 
-#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 
 namespace {
 
 // 0 means "not chosen yet": the default is computed on first use, after the environment is set.
-std::atomic<int> chosen_threads{0};
+int chosen_threads = 0; // read and written atomically
+
+int load_chosen() {
+    return __atomic_load_n(&chosen_threads, __ATOMIC_RELAXED);
+}
+
+void store_chosen(int n) {
+    __atomic_store_n(&chosen_threads, n, __ATOMIC_RELAXED);
+}
 
 int default_threads() {
     if (const char *env = std::getenv("KILN_NUM_THREADS")) {
@@ -34,7 +40,6 @@ int run_serially(void *user_context, kiln_task_fn fn, int min, int extent, uint8
 }
 
 struct FirstFailure {
-    std::mutex mutex;
     bool failed = false;
     int index = 0;
     int code = kiln_success;
@@ -47,14 +52,14 @@ struct FirstFailure {
 extern "C" {
 
 void kiln_set_num_threads(int n) {
-    chosen_threads = n > 0 ? n : default_threads();
+    store_chosen(n > 0 ? n : default_threads());
 }
 
 int kiln_get_num_threads(void) {
-    int n = chosen_threads;
+    int n = load_chosen();
     if (n > 0) return n;
     n = default_threads();
-    chosen_threads = n;
+    store_chosen(n);
     return n;
 }
 
@@ -77,7 +82,7 @@ int kiln_parallel_for(void *user_context, kiln_task_fn fn, int min, int extent, 
     for (int i = min; i < min + extent; i++) {
         int result = fn(user_context, i, closure);
         if (result != kiln_success) {
-            std::lock_guard<std::mutex> lock(failure.mutex);
+#pragma omp critical(kiln_parallel_for_failure)
             if (!failure.failed || i < failure.index) {
                 failure.failed = true;
                 failure.index = i;
