@@ -31,9 +31,15 @@ void initialize_llvm();
 /// and ahead-of-time linking. CompileError when LLVM does not know the triple.
 std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target &t);
 
-/// Runs the O3 module pipeline (without the loop and SLP auto-vectorizers: kiln vectorizes
-/// explicitly, as the schedule says).
+/// Runs kiln's optimization pipeline, a short function pipeline tuned for the IR lowering makes
+/// (no loop or SLP auto-vectorizer: kiln vectorizes explicitly, as the schedule says), or the
+/// one KILN_LLVM_PIPELINE names ("O3", or opt -passes syntax; CompileError if it does not parse).
 void optimize_module(llvm::Module &module, llvm::TargetMachine &target_machine);
+
+/// Time the calling thread has spent in optimize_module(), in total: thread CPU and wall
+/// milliseconds (for bench/compile_time.cpp, which reports the optimizer's share).
+double optimize_cpu_ms_total();
+double optimize_wall_ms_total();
 
 /// Compiles a copy of the module to an object file or assembly text, leaving the module as it
 /// was (code generation rewrites IR).

@@ -333,11 +333,13 @@ void FuncRef::update_with(const Expr &e, const char *op, int identity) {
     FunctionContents saved = *func;
     try {
         if (implicit) {
+            // Positional names (`_0`, `_1`, as in Halide), so the algorithm hash is the same in
+            // every process.
             std::vector<Expr> pure_args;
-            for (const Expr &a : args) {
-                const Variable *v = a.as<Variable>();
+            for (size_t i = 0; i < args.size(); i++) {
+                const Variable *v = args[i].as<Variable>();
                 bool plain = v && !v->rdom && !v->param;
-                pure_args.push_back(plain ? a : Expr(Var(unique_name("_"))));
+                pure_args.push_back(plain ? args[i] : Expr(Var("_" + std::to_string(i))));
             }
             FuncRef(func, pure_args).define({make_const(e.type(), int64_t(identity))});
         }

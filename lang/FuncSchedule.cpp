@@ -284,7 +284,16 @@ Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
         f.original_updates = f.updates;
         f.updates_rewritten = true;
     }
-    Func intm(name.empty() ? unique_name(f.name + "_intm") : name);
+    // A default name from f and the number of rfactors before this one, not a process-wide
+    // counter: the same schedule on a rebuilt pipeline must name the intermediate the same.
+    std::string intm_name = name;
+    if (intm_name.empty()) {
+        int earlier = 0;
+        for (const Directive &dir : f.directives)
+            earlier += dir.primitive == "rfactor";
+        intm_name = f.name + "_intm" + (earlier ? "_" + std::to_string(earlier + 1) : "");
+    }
+    Func intm(intm_name);
     intm.function()->made_by_rfactor = true;
     std::vector<Expr> intm_args(d.args);
     intm_args.push_back(v);

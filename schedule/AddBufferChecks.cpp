@@ -121,7 +121,8 @@ Stmt add_buffer_checks(const Stmt &body, const PipelineEnv &env,
                                "buffer '" + a.name + "' dimension 0 must have stride 1, got %lld",
                                {as_wide(var(stride))}, error_bad_stride, Stmt()));
     }
-    // The Func each output buffer holds, to find its writes; inputs are found by their reads.
+    // The Func each output buffer holds, to find its writes and reads; inputs are found by their
+    // reads.
     std::map<std::string, std::string> func_of;
     std::set<std::string> read, written;
     for (const LoweredArgument &a : args) {
@@ -133,7 +134,10 @@ Stmt add_buffer_checks(const Stmt &body, const PipelineEnv &env,
         const FunctionContents &f = *env.funcs.at(o);
         for (size_t i = 0; i < f.output_types.size(); i++)
             func_of[buffer_name(f, int(i))] = o;
+        // An output holds what its Func writes, and must also cover what the pipeline reads of
+        // it: another output (or its own update) may read it past the region it writes.
         written.insert(o);
+        read.insert(o);
     }
     std::map<std::string, Box> boxes = boxes_touched(s, read, written);
     for (const LoweredArgument &a : args) {

@@ -22,6 +22,8 @@ Expr var(const std::string &name) {
     return Variable::make(Int(32), name);
 }
 
+constexpr int error_access_out_of_bounds = -6; // kiln_error_access_out_of_bounds
+
 const FuncSchedule::Bound *find_bound(const FuncSchedule &fs, const std::string &v) {
     for (const FuncSchedule::Bound &b : fs.bounds) {
         if (b.var == v) return &b;
@@ -92,10 +94,16 @@ protected:
         Box box = widen_by_updates(env, f, needed);
         const FuncSchedule &fs = env.schedules.at(f.name);
         std::vector<Expr> mins, maxs;
+        std::vector<Stmt> checks;
         for (size_t d = 0; d < f.args.size(); d++) {
             if (const FuncSchedule::Bound *b = find_bound(fs, f.args[d])) {
-                mins.push_back(Expr(int(b->min)));
-                maxs.push_back(Expr(int(b->min + b->extent - 1)));
+                // The bound is the region f computes; what its consumers (and its own updates)
+                // touch must lie inside it, or they would read values never computed.
+                Expr bmin = Expr(int(b->min)), bmax = Expr(int(b->min + b->extent - 1));
+                mins.push_back(bmin);
+                maxs.push_back(bmax);
+                if (!box[d].is_bounded()) continue; // the bound is what makes it finite
+                checks.push_back(bound_check(f, d, box[d], bmin, bmax));
                 continue;
             }
             if (!box[d].is_bounded()) {
@@ -107,10 +115,29 @@ protected:
             mins.push_back(box[d].min);
             maxs.push_back(box[d].max);
         }
-        return define_region(Stmt(op), f, mins, maxs);
+        Stmt body = Stmt(op);
+        for (auto it = checks.rbegin(); it != checks.rend(); ++it) {
+            if (it->defined()) body = Block::make(*it, body);
+        }
+        return define_region(body, f, mins, maxs);
     }
 
 private:
+    /// An assertion that the region `need` of dimension d of f lies inside its bound; undefined
+    /// when that is provably so.
+    static Stmt bound_check(const FunctionContents &f, size_t d, const Interval &need,
+                            const Expr &bmin, const Expr &bmax) {
+        Expr nmin = simplify(need.min), nmax = simplify(need.max);
+        Expr ok = simplify(nmin >= bmin && nmax <= bmax);
+        if (is_const_true(ok)) return Stmt();
+        auto wide = [](const Expr &e) { return cast(Int(64), e); };
+        std::string msg = "func '" + f.name + "' dimension '" + f.args[d] +
+                          "': its uses need [%lld, %lld] but its bound() covers [%lld, %lld]; "
+                          "widen the bound or remove it";
+        return AssertStmt::make(ok, msg, {wide(nmin), wide(nmax), wide(bmin), wide(bmax)},
+                                error_access_out_of_bounds);
+    }
+
     const PipelineEnv &env;
     const FunctionContents &f;
 };

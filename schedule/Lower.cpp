@@ -82,7 +82,7 @@ LoweredFunc lower_impl(const std::vector<Func> &outputs, const std::string &name
     s = log.run("bounds inference", s, [&](const Stmt &x) { return bounds_inference(x, env); });
     s = log.run("add buffer checks", s, [&](const Stmt &x) {
         args = collect_arguments(x, env);
-        return add_buffer_checks(x, env, args);
+        return strip_fuse_clamps(add_buffer_checks(x, env, args), env);
     });
     s = log.run("storage flattening", s, [&](const Stmt &x) { return storage_flattening(x, env); });
     s = log.run("simplify", s, [&](const Stmt &x) { return simplify(x); });

@@ -125,6 +125,7 @@ private:
         d.name = name;
         d.var = fresh_var(name);
         d.is_rvar = is_rvar;
+        d.originals = {name};
         result.original_vars[name] = d.var;
         result.dims.push_back(d);
     }
@@ -186,8 +187,8 @@ private:
         s.old_var = od.var;
         s.factor = dir.ints[0];
         s.tail = tail;
-        LoopDim in{inner, fresh_var(inner), ForType::Serial, od.is_rvar};
-        LoopDim out{outer, fresh_var(outer), od.for_type, od.is_rvar};
+        LoopDim in{inner, fresh_var(inner), ForType::Serial, od.is_rvar, od.originals};
+        LoopDim out{outer, fresh_var(outer), od.for_type, od.is_rvar, od.originals};
         s.inner = in.var;
         s.outer = out.var;
         bounded_vars.insert(in.var);
@@ -215,7 +216,8 @@ private:
         s.kind = LoopSplit::Fuse;
         s.inner = id.var;
         s.outer = od.var;
-        LoopDim fd{fused, fresh_var(fused), od.for_type, id.is_rvar};
+        LoopDim fd{fused, fresh_var(fused), od.for_type, id.is_rvar, id.originals};
+        fd.originals.insert(od.originals.begin(), od.originals.end());
         s.old_var = fd.var;
         if (bounded_vars.count(id.var) || bounded_vars.count(od.var)) bounded_vars.insert(fd.var);
         result.splits.push_back(s);
@@ -261,24 +263,16 @@ private:
         size_t i = find(dir, dir.vars[0]);
         LoopDim &d = result.dims[i];
         if (d.is_rvar && (t == ForType::Parallel || t == ForType::Vectorized)) {
-            // The original RVar is what matters: a split RVar is still the same reduction.
-            std::string original = d.name;
-            for (const auto &rv : def->rdom->vars) {
-                if (d.name.rfind(rv.name, 0) == 0) original = rv.name;
-            }
-            bool independent = true;
-            for (const auto &rv : def->rdom->vars) {
-                independent &= rvar_is_independent(f, *def, rv.name) || rv.name != original;
-            }
-            if (!independent || !rvar_is_independent(f, *def, original)) {
-                user_error(
-                    dir.primitive, ": '", d.name, "' of ", where(),
-                    " is an RVar whose iterations depend on each other (they update the same "
-                    "point of '",
-                    f.name,
-                    "'); use rfactor to make a pure variable of it, "
-                    "then ",
-                    dir.primitive, " that");
+            // What matters are the original RVars the loop covers, through splits and fuses:
+            // each of them must write only its own point.
+            for (const std::string &original : d.originals) {
+                if (rvar_is_independent(f, *def, original)) continue;
+                std::string via = original == d.name ? "" : " (it covers RVar '" + original + "')";
+                user_error(dir.primitive, ": '", d.name, "' of ", where(),
+                           " is an RVar whose iterations depend on each other", via,
+                           " (they update the same point of '", f.name,
+                           "'); use rfactor to make a pure variable of it, then ", dir.primitive,
+                           " that");
             }
         }
         d.for_type = t;

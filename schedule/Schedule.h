@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ struct LoopDim {
     std::string var;  ///< the unique loop variable in the IR ("f.s0.x", "f.s0.xi")
     ForType for_type = ForType::Serial;
     bool is_rvar = false;
+    /// The original dimensions (pure Vars or RVars, by name) this loop iterates over: one for an
+    /// original loop, copied to both loops of a split, the union of both for a fuse. Parallel and
+    /// vectorize legality is decided on this set, not on the loop's name.
+    std::set<std::string> originals;
 };
 
 /// A split or fuse, in the order applied, on IR variable names.

@@ -99,14 +99,35 @@ Stmt build_stage(const PipelineEnv &env, const FunctionContents &f, int stage) {
         values.push_back(inline_calls(rename.mutate(v), env));
     Stmt body = Provide::make(f.name, values, args);
 
+    // How far a fused variable may run outside its loop: a RoundUp split runs past the end and
+    // a ShiftInwards split of a loop shorter than its factor starts before the beginning, each by
+    // less than its factor (GuardWithIf guards its variable). The product bounds it for chains.
+    int64_t slack = 1;
+    for (const LoopSplit &s : ss.splits) {
+        if (s.kind == LoopSplit::Split && s.tail != TailStrategy::GuardWithIf) slack *= s.factor;
+    }
+    slack = std::min<int64_t>(slack, 1 << 20) - 1;
+
     // Original variables as functions of the loop variables; the first split is innermost.
     for (const LoopSplit &s : ss.splits) {
         if (s.kind == LoopSplit::Fuse) {
+            // The pieces of a fused loop, each clamped to its own loop range (the outer one
+            // widened by the slack): no-ops, since fused % extent lies in [0, extent) and
+            // fused / extent moves past the outer loop only as far as the fused variable moves
+            // past its own. They let bounds inference see that each piece stays inside its loop,
+            // which the interval of `fused / extent` over symbolic extents does not.
+            // strip_fuse_clamps() removes them once the bounds are known.
             Expr inner_extent = var(loop_extent(s.inner));
-            body = LetStmt::make(s.inner, var(s.old_var) % inner_extent + var(loop_min(s.inner)),
-                                 body);
-            body = LetStmt::make(s.outer, var(s.old_var) / inner_extent + var(loop_min(s.outer)),
-                                 body);
+            Expr inner = var(s.old_var) % inner_extent + var(loop_min(s.inner));
+            Expr outer = var(s.old_var) / inner_extent + var(loop_min(s.outer));
+            Expr widen = Expr(int(slack));
+            body = LetStmt::make(s.inner, min(inner, var(loop_max(s.inner))), body);
+            // The upper clamp outermost: for an empty region (min > max) its bounds then stay
+            // at most the region's max.
+            body = LetStmt::make(
+                s.outer,
+                min(max(outer, var(loop_min(s.outer)) - widen), var(loop_max(s.outer)) + widen),
+                body);
             continue;
         }
         Expr factor = Expr(int(s.factor));
@@ -146,7 +167,10 @@ Stmt build_stage(const PipelineEnv &env, const FunctionContents &f, int stage) {
     }
     for (const LoopSplit &s : ss.splits) {
         if (s.kind == LoopSplit::Fuse) {
-            define(s.old_var, 0, var(loop_extent(s.inner)) * var(loop_extent(s.outer)));
+            // An empty region (a tile past the end) can have negative extents in both pieces,
+            // whose product would be positive: clamp each at zero so the fused loop is empty too.
+            define(s.old_var, 0,
+                   max(var(loop_extent(s.inner)), 0) * max(var(loop_extent(s.outer)), 0));
             continue;
         }
         Expr factor = Expr(int(s.factor));
@@ -338,7 +362,46 @@ Stmt inject(const PipelineEnv &env, const Stmt &s, const FunctionContents &f) {
     return AtLoop(store_loop, realize).mutate(result);
 }
 
+/// Removes the clamps build_stage() puts on the pieces of fused loops.
+class StripFuseClamps : public IRMutator {
+public:
+    explicit StripFuseClamps(std::set<std::string> pieces) : pieces(std::move(pieces)) {}
+
+protected:
+    using IRMutator::visit;
+    Stmt visit(const LetStmt *op) override {
+        Stmt body = mutate(op->body);
+        Expr value = op->value;
+        if (pieces.count(op->name)) {
+            // min(max(piece, lo), hi) or min(piece, hi), as build_stage() wrote them; the piece
+            // itself is a sum, never a min or max.
+            if (const Min *m = value.as<Min>()) value = m->a;
+            if (const Max *m = value.as<Max>()) value = m->a;
+        }
+        if (value.same_as(op->value) && body.same_as(op->body)) return Stmt(op);
+        return LetStmt::make(op->name, value, body);
+    }
+
+private:
+    std::set<std::string> pieces;
+};
+
 } // namespace
+
+Stmt strip_fuse_clamps(const Stmt &s, const PipelineEnv &env) {
+    std::set<std::string> pieces;
+    for (const auto &[name, fs] : env.schedules) {
+        for (const StageSchedule &st : fs.stages) {
+            for (const LoopSplit &sp : st.splits) {
+                if (sp.kind != LoopSplit::Fuse) continue;
+                pieces.insert(sp.inner);
+                pieces.insert(sp.outer);
+            }
+        }
+    }
+    if (pieces.empty()) return s;
+    return StripFuseClamps(std::move(pieces)).mutate(s);
+}
 
 Expr inline_calls(const Expr &e, const PipelineEnv &env) {
     return InlineCalls(env).mutate(e);
@@ -381,9 +444,13 @@ PipelineEnv make_pipeline_env(const std::vector<FunctionPtr> &outputs) {
 }
 
 Stmt schedule_functions(const PipelineEnv &env) {
+    // The outputs in realization order (producers first), not in the order the pipeline lists
+    // them: an output may read another.
     std::vector<Stmt> outputs;
-    for (const std::string &o : env.outputs)
-        outputs.push_back(build_produce(env, *env.funcs.at(o)));
+    for (const std::string &name : env.order) {
+        if (std::find(env.outputs.begin(), env.outputs.end(), name) == env.outputs.end()) continue;
+        outputs.push_back(build_produce(env, *env.funcs.at(name)));
+    }
     Stmt s = Block::make(outputs);
     for (auto it = env.order.rbegin(); it != env.order.rend(); ++it) {
         if (std::find(env.outputs.begin(), env.outputs.end(), *it) != env.outputs.end()) continue;

@@ -35,4 +35,11 @@ Expr inline_calls(const Expr &e, const PipelineEnv &env);
 
 Stmt schedule_functions(const PipelineEnv &env);
 
+/// The pieces of a fused loop are built clamped to their own loop ranges (`min(piece,
+/// piece.loop_max)`), clamps that never change the value but tell bounds inference that each
+/// piece stays inside its own loop.
+/// Once bounds are inferred and checked, this removes the clamps (they would cost a min per
+/// iteration).
+Stmt strip_fuse_clamps(const Stmt &s, const PipelineEnv &env);
+
 } // namespace kiln

@@ -27,8 +27,9 @@ namespace kiln {
 /// pipeline whose Funcs, Vars, RDoms, Params or Buffers took implicit names from unique_name
 /// ("f12", "v3", "r7", "sum4" for an unnamed inline reducer) hashes differently when those counters
 /// differ (another process, or the same process after building other pipelines). Name everything in
-/// pipelines that are tuned or replayed. Raises CompileError for a pipeline that
-/// reachable_functions rejects.
+/// pipelines that are tuned or replayed. (Boundary conditions and rfactor intermediates have
+/// deterministic default names: "in_repeat_edge", "f_intm".) Raises CompileError for a pipeline
+/// that reachable_functions rejects.
 uint64_t algorithm_hash(const std::vector<Func> &outputs);
 
 /// The schedule of a pipeline as data.

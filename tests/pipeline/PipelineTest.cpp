@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 namespace kiln {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 /// Every element of got equals the one of want at the same coordinates (both over the same
@@ -221,12 +223,9 @@ TEST(Pipeline, TwoOutputsListedProducerFirstAreBothRealized) {
     expect_same_buffer<int>(reference_realize(g, {7, 5}), bg);
 }
 
-// Bug: schedule/ScheduleFunctions.cpp, schedule_functions() emits the produce blocks of the
-// outputs in the order the Pipeline lists them, not in dependency order: with Pipeline({g, f})
-// where g calls f, g runs first and reads f's buffer before f is computed (34 of 35 values of g
-// wrong). Fix: emit the outputs in env.order (producers first), as make_pipeline_env() already
-// orders the other Funcs.
-TEST(Pipeline, DISABLED_TwoOutputsListedConsumerFirstAreBothRealized) {
+// Regression: outputs were once produced in the order the Pipeline lists them, so g ran before
+// the f it reads; they are now produced in realization order.
+TEST(Pipeline, TwoOutputsListedConsumerFirstAreBothRealized) {
     Func f("out_order_f"), g("out_order_g");
     Var x("x"), y("y");
     f(x, y) = x * 3 + y;
@@ -237,14 +236,9 @@ TEST(Pipeline, DISABLED_TwoOutputsListedConsumerFirstAreBothRealized) {
     expect_same_buffer<int>(reference_realize(g, {7, 5}), bg);
 }
 
-// Bug: when one output reads another beyond the other's buffer, nothing checks it:
-// schedule/AddBufferChecks.cpp checks an output buffer only against the writes of its Func
-// (boxes_touched(s, read, written) has outputs only in `written`), and the output is computed
-// only over its own buffer, so g(6, y) reads f(7, y) past the end of f's buffer (here g(6, 0)
-// came out 2 instead of 42; it reads whatever memory follows). Fix: check an output buffer also
-// against the reads of the other outputs (raise the usual "the schedule needs [0, 7] but the
-// buffer covers [0, 6]"), as Halide requires an output to cover what its consumers need.
-TEST(PipelineErrors, DISABLED_AnOutputReadPastItsBufferByAnotherOutputIsReported) {
+// Regression: an output was once checked only against what its own Func writes, so g read f
+// past the end of f's buffer; an output buffer must now also cover what the pipeline reads of it.
+TEST(PipelineErrors, AnOutputReadPastItsBufferByAnotherOutputIsReported) {
     Func f("out_past_f"), g("out_past_g");
     Var x("x"), y("y");
     f(x, y) = x * 3 + y;
@@ -257,21 +251,44 @@ TEST(PipelineErrors, DISABLED_AnOutputReadPastItsBufferByAnotherOutputIsReported
                           "buffer covers [0, 6]"));
 }
 
-// Hazard (a missing check rather than a wrong answer to a valid program): Func::bound() on a Func
-// that is not an output is a promise kiln never checks (lang/Func.h says only outputs are
-// checked), so a bound smaller than what the consumers read makes them read past the
-// allocation: here f(x) = g(x) + g(x + 5) with g bounded to [0, 4) gives 8 wrong values and reads
-// freed or foreign memory. Halide asserts that the bounds cover the required region. Suggested
-// fix: in bounds inference, when a bound replaces the inferred region, add an AssertStmt that the
-// inferred region lies inside the bound (a RuntimeError naming the Func, the dimension and both
-// ranges). Enable once that check exists.
-TEST(PipelineErrors, DISABLED_ABoundSmallerThanTheRegionItsConsumersReadIsReported) {
+// Func::bound() on a Func that is not an output is honoured as the region it computes, with a
+// check at run time that its uses lie inside (as Halide does).
+TEST(PipelineErrors, ABoundSmallerThanTheRegionItsConsumersReadIsReported) {
     Func g("small_bound_g"), f("small_bound_f");
     Var x("x");
     g(x) = x * 2;
     f(x) = g(x) + g(x + 5);
     g.compute_root().bound(x, 0, 4);
-    EXPECT_THAT(runtime_error_of([&] { f.realize({8}); }), HasSubstr("small_bound_g"));
+    EXPECT_THAT(runtime_error_of([&] { f.realize({8}); }),
+                HasSubstr("func 'small_bound_g' dimension 'x': its uses need [0, 12] but its "
+                          "bound() covers [0, 3]; widen the bound or remove it"));
+}
+
+TEST(Pipeline, ABoundOnAnIntermediateIsTheRegionItComputes) {
+    Func g("wide_bound_g"), f("wide_bound_f");
+    Var x("x"), y("y");
+    RDom r(0, 3, "wide_bound_r");
+    g(x, y) = x * 2 + y;
+    g(x, y) += r; // an update: its region is what the bound says, and the update covers it
+    f(x, y) = g(x, y) + g(x + 5, y);
+    g.compute_at(f, y).bound(x, -2, 20);
+    expect_same_buffer<int>(reference_realize(f, {8, 3}), f.realize({8, 3}));
+    // The whole bound is computed: the allocation holds 20 columns, not the 13 read.
+    std::string text = Pipeline(f).lowered_text();
+    EXPECT_THAT(text, HasSubstr("wide_bound_g.x.min = -2"));
+    EXPECT_THAT(text, HasSubstr("wide_bound_g.x.max = 17"));
+}
+
+TEST(PipelineErrors, AnOutputUpdateReadingPastItsBufferIsReported) {
+    Func f("self_past_f");
+    Var x("x");
+    RDom r(0, 8, "self_past_r");
+    f(x) = x;
+    f(r) = f(r + 1) * 2;
+    Buffer<int> out({8}, "self_past_f");
+    EXPECT_THAT(runtime_error_of([&] { Pipeline(f).realize({out}); }),
+                HasSubstr("buffer 'self_past_f' dimension 0: the schedule needs [0, 8] but the "
+                          "buffer covers [0, 7]"));
 }
 
 TEST(PipelineErrors, AnOutputTooSmallForAShiftInwardsSplitNamesTheBufferAndRanges) {
@@ -421,15 +438,11 @@ TEST(Pipeline, AShiftInwardsSplitOfAFuncComputedPerTileReadsOnlyTheInputItNeeds)
     expect_same_buffer<int>(reference_realize(g, {13}), g.realize({13}));
 }
 
-// Bug: schedule/ScheduleFunctions.cpp build_stage() recovers the pieces of a fused loop as
-// fused % inner_extent and fused / inner_extent with symbolic extents; their bounds come out as
-// products of the extents' intervals, so a Func fused and computed per row (or per point) seems
-// to read far outside its region, and a legal schedule on an exactly sized input fails its check
-// (here it wants rows [0, 5] of a 4-row input; the fuzzer found it on matmul with rfactor, where
-// the check wanted [-142, 148] of a 7-wide input).
-// Fix: bound each piece of a fuse by its own loop range ([min, min + extent - 1]) rather than by
-// the arithmetic that recovers it, as Halide's bounds of split and fused dimensions do.
-TEST(Pipeline, DISABLED_AFusedFuncComputedAtATileReadsOnlyTheInputItNeeds) {
+// Regression: the pieces of a fused loop (fused % extent, fused / extent) were bounded by
+// interval arithmetic over symbolic extents, which blew up to products of the extents, so a Func
+// fused and computed per tile seemed to read far outside its input (here rows [0, 5] of a 4-row
+// input). Each piece is now bounded by its own loop range.
+TEST(Pipeline, AFusedFuncComputedAtATileReadsOnlyTheInputItNeeds) {
     Buffer<int> in = ramp_buffer({5, 4}, "fused_tile_in");
     Func g("fused_tile_g"), h("fused_tile_h");
     Var x("x"), y("y"), yo("yo"), yi("yi"), xy("xy");
@@ -438,6 +451,119 @@ TEST(Pipeline, DISABLED_AFusedFuncComputedAtATileReadsOnlyTheInputItNeeds) {
     h.split(y, yo, yi, 2, TailStrategy::GuardWithIf);
     g.compute_at(h, yo).fuse(x, y, xy);
     expect_same_buffer<int>(reference_realize(h, {5, 4}), h.realize({5, 4}));
+}
+
+/// Sets an environment variable for the lifetime of the object.
+class ScopedEnv {
+public:
+    ScopedEnv(const char *name, const char *value) : name(name) { setenv(name, value, 1); }
+    ~ScopedEnv() { unsetenv(name); }
+
+private:
+    const char *name;
+};
+
+TEST(Pipeline, KilnLlvmPipelineO3CompilesTheSameResults) {
+    Buffer<float> in({37, 9}, "o3_in");
+    for (int y = 0; y < 9; y++) {
+        for (int x = 0; x < 37; x++)
+            in(x, y) = float(x * 3 - y) * 0.25f;
+    }
+    Func f("o3_f");
+    Var x("x"), y("y"), xo("xo"), xi("xi");
+    f(x, y) = in(x, y) * 2.0f + in(x, y);
+    f.split(x, xo, xi, 8).vectorize(xi);
+    ScopedEnv env("KILN_LLVM_PIPELINE", "O3");
+    clear_jit_cache();
+    expect_same_buffer<float>(reference_realize(f, {37, 9}), f.realize({37, 9}));
+}
+
+TEST(PipelineErrors, AKilnLlvmPipelineThatDoesNotParseIsReported) {
+    Func f("bad_llvm_pipeline_f");
+    Var x("x");
+    f(x) = x * 2;
+    ScopedEnv env("KILN_LLVM_PIPELINE", "function(no-such-pass)");
+    clear_jit_cache();
+    EXPECT_THAT(compile_error_of([&] { f.realize({4}); }),
+                AllOf(HasSubstr("KILN_LLVM_PIPELINE='function(no-such-pass)' is not an LLVM pass "
+                                "pipeline"),
+                      HasSubstr("use O3, a pipeline in opt -passes syntax, or unset it")));
+}
+
+// Regression (found by the schedule fuzzer, seed 2758): a fused Func computed per tile of a
+// consumer whose outer tile loops run past the end in both dimensions has a region with negative
+// extents in both, and the fused loop ran extent_x * extent_y > 0 times at wild coordinates,
+// corrupting the heap. The fused extent now counts each piece from zero.
+TEST(Pipeline, AFusedFuncComputedInTilesPastTheEndInBothDimensionsComputesNothingThere) {
+    Buffer<int> in = ramp_buffer({3, 3}, "fused_empty_in");
+    Func g("fused_empty_g"), h("fused_empty_h");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xoo("xoo"), xoi("xoi"),
+        yoo("yoo"), yoi("yoi"), xy("xy");
+    g(x, y) = in(x, y) * 5;
+    h(x, y) = g(x, y) + 2;
+    h.split(x, xo, xi, 2, TailStrategy::GuardWithIf)
+        .split(y, yo, yi, 2, TailStrategy::GuardWithIf)
+        .split(xo, xoo, xoi, 4, TailStrategy::GuardWithIf)
+        .split(yo, yoo, yoi, 4, TailStrategy::GuardWithIf)
+        .reorder(xi, yi, xoi, yoi, xoo, yoo);
+    g.compute_at(h, xoi).store_at(h, yoi).fuse(x, y, xy);
+    expect_same_buffer<int>(reference_realize(h, {3, 3}), h.realize({3, 3}));
+}
+
+// A RoundUp split of a fused loop computes a few points past the region, so the outer piece
+// runs one row further: the input needs that row, and no more.
+TEST(Pipeline, ARoundUpSplitOfAFusedLoopReadsOneRowPastItsRegion) {
+    auto build = [](int rows) {
+        Buffer<int> in = ramp_buffer({5, rows}, "fused_round_in");
+        Func g("fused_round_g"), h("fused_round_h");
+        Var x("x"), y("y"), xy("xy"), o("o"), i("i");
+        g(x, y) = in(x, y) * 3;
+        h(x, y) = g(x, y) - 1;
+        g.compute_at(h, y).fuse(x, y, xy).split(xy, o, i, 4, TailStrategy::RoundUp);
+        return h;
+    };
+    Func h = build(5);
+    expect_same_buffer<int>(reference_realize(h, {5, 4}), h.realize({5, 4}));
+    EXPECT_THAT(runtime_error_of([&] {
+                    build(4).realize({5, 4});
+                }),
+                HasSubstr("buffer 'fused_round_in' dimension 1: the schedule needs [0, 4] but the "
+                          "buffer covers [0, 3]"));
+}
+
+// A ShiftInwards split of a fused loop shorter than its factor starts before the region.
+TEST(Pipeline, AShiftInwardsSplitOfAShortFusedLoopMatchesTheReference) {
+    Buffer<int> in({9, 7}, "fused_shift_in");
+    in.set_min({-2, -2});
+    int k = 0;
+    in.for_each_offset([&](int64_t offset) { in.data()[offset] = (k++ * 5) % 11; });
+    Func g("fused_shift_g"), h("fused_shift_h");
+    Var x("x"), y("y"), xy("xy"), o("o"), i("i");
+    g(x, y) = in(x, y) + in(x - 1, y);
+    h(x, y) = g(x, y) * 2;
+    g.compute_at(h, x).fuse(x, y, xy).split(xy, o, i, 3, TailStrategy::ShiftInwards);
+    expect_same_buffer<int>(reference_realize(h, {5, 4}), h.realize({5, 4}));
+}
+
+// rfactor without a name names the intermediate after the Func, not from a process-wide
+// counter, so that a rebuilt pipeline has the same Funcs.
+TEST(Pipeline, RfactorWithoutANameNamesTheIntermediateAfterTheFunc) {
+    auto build = [] {
+        Buffer<int> in = ramp_buffer({8, 6}, "rf_default_in");
+        Func f("rf_default_f");
+        Var x("x");
+        RDom r({{0, 8}, {0, 6}}, "rf_default_r");
+        f(x) = 0;
+        f(x) += in(r.x, r.y) * (x + 1);
+        return std::make_pair(f, r);
+    };
+    auto [f, r] = build();
+    Func intm = f.update(0).rfactor(r.y, Var("u"));
+    EXPECT_EQ(intm.name(), "rf_default_f_intm");
+    intm.compute_root();
+    expect_same_buffer<int>(reference_realize(f, {3}), f.realize({3}));
+    auto [g, r2] = build();
+    EXPECT_EQ(g.update(0).rfactor(r2.y, Var("u")).name(), "rf_default_f_intm");
 }
 
 TEST(PipelineErrors, FailedChecksReturnTheirOwnErrorCodes) {

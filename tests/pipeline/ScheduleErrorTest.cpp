@@ -624,31 +624,43 @@ TEST(ScheduleErrors, RfactorOfAnUpdateThatWritesOtherSitesShowsTheArgument) {
                           "variables, but argument 0 is"));
 }
 
-// --- Schedules the compiler accepts but should not, or rejects but should accept ---------------
-// Each is a reproducer for a bug described in the comment; enable it once fixed.
-//
-// Bug: schedule/Schedule.cpp, StageBuilder::set_type() finds the RVar a loop came from by name
-// prefix (`d.name.rfind(rv.name, 0) == 0`, else the loop's own name). A split RVar named without
-// the RDom's prefix ("ro" from "r.x") is taken for an RVar of its own, which is in no site, so a
-// legal parallel or vectorize of an independent reduction is rejected; and a loop fused from
-// several RVars is checked only for the one whose name prefixes the fused name, so a dependent
-// RVar fused behind an independent one runs in parallel, racing on the same point (measured: a
-// sum of 2,000,000 ones gave 914,237). Fix: record in LoopDim the original RVars each loop
-// derives from (a split copies them to both loops, a fuse takes the union) and require every one
-// of them to be independent.
+// --- Parallel and vectorize legality of split and fused RVars -------------------------------
+// Regressions: legality was once decided on the original RVar found by name prefix, so a split
+// RVar named without the RDom's prefix was rejected, and a dependent RVar fused behind an
+// independent one ran in parallel (a race). Each loop now records the original RVars it covers.
 
-TEST(ScheduleErrors, DISABLED_SplitRVarsWithNamesOfTheirOwnMayRunInParallel) {
+TEST(ScheduleErrors, SplitRVarsWithNamesOfTheirOwnMayRunInParallel) {
     Buffer<int> in = input_2d("own_names_in", 64, 1);
     Func f("own_names_f");
     Var x("x");
     RDom r(0, 32, "r");
     f(x) = x;
     f(r) = f(r) * 2 + in(r, 0); // r writes only its own site: any order is legal
-    f.update(0).split(r, RVar("ro"), RVar("ri"), 4).parallel(RVar("ro"));
+    f.update(0).split(r, RVar("ro"), RVar("ri"), 4).parallel(RVar("ro")).vectorize(RVar("ri"));
     EXPECT_EQ(lowering_error_of(f), "(no CompileError)");
+    Buffer<int> out = f.realize({32});
+    Buffer<int> want = reference_realize(f, {32});
+    for (int i = 0; i < 32; i++)
+        EXPECT_EQ(out(i), want(i)) << "at " << i;
 }
 
-TEST(ScheduleErrors, DISABLED_ParallelOfADependentRVarFusedBehindAnIndependentOneIsRejected) {
+TEST(ScheduleErrors, VectorizeOfASplitOfAFusedRVarChecksEveryRVarItCovers) {
+    Buffer<int> in = input_2d("fused_split_in", 4, 8);
+    Func f("fused_split_f");
+    Var x("x");
+    RDom r({{0, 4}, {0, 8}}, "r");
+    f(x) = 0;
+    f(r.x) += in(r.x, r.y);
+    f.update(0)
+        .fuse(r.x, r.y, RVar("rr"))
+        .split(RVar("rr"), RVar("ro"), RVar("ri"), 4)
+        .vectorize(RVar("ri"));
+    EXPECT_THAT(lowering_error_of(f),
+                HasSubstr("vectorize: 'ri' of 'fused_split_f.update(0)' is an RVar whose "
+                          "iterations depend on each other (it covers RVar 'r.y')"));
+}
+
+TEST(ScheduleErrors, ParallelOfADependentRVarFusedBehindAnIndependentOneIsRejected) {
     Buffer<int> in = input_2d("fused_dep_in", 2, 64);
     Func f("fused_dep_f");
     Var x("x");

@@ -8,9 +8,6 @@
 //   KILN_FUZZ_SEED=s        the first seed (default 1); seed s always gives the same pipeline and
 //                           schedule, so KILN_FUZZ_SEED=s KILN_FUZZ_ITERATIONS=1 replays one case
 //   KILN_FUZZ_VERBOSE=1     prints every schedule as C++
-//   KILN_FUZZ_KNOWN_BUGS=1  also generates schedules that hit known compiler bugs (see
-//                           known_bugs() below), to check a fix; or a comma-separated list of
-//                           their names (fuse_when_computed_at)
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -80,37 +77,6 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------------
-// Known compiler bugs the generator steers around, each with a DISABLED_ reproducer; set
-// KILN_FUZZ_KNOWN_BUGS=1 to generate them anyway (to check a fix), and drop the avoidance when
-// the reproducer is enabled.
-
-struct KnownBugs {
-    /// A fused loop of a Func computed at a loop of another makes the bounds of its pieces blow
-    /// up to the product of the extents, failing buffer checks of legal schedules
-    /// (Pipeline.DISABLED_AFusedFuncComputedAtATileReadsOnlyTheInputItNeeds).
-    bool fuse_when_computed_at = true;
-};
-
-const KnownBugs &known_bugs() {
-    static const KnownBugs bugs = [] {
-        KnownBugs b;
-        const char *env = std::getenv("KILN_FUZZ_KNOWN_BUGS");
-        std::string on = env ? env : "";
-        auto wanted = [&](const char *name) {
-            return on == "1" || on == "all" ||
-                   ("," + on + ",").find(std::string(",") + name + ",") != std::string::npos;
-        };
-        b.fuse_when_computed_at = !wanted("fuse_when_computed_at");
-        if (b.fuse_when_computed_at) {
-            std::printf("[ fuzz ] note: steering around a known bug (no fuse in a Func computed "
-                        "at a loop); KILN_FUZZ_KNOWN_BUGS=1 generates it\n");
-        }
-        return b;
-    }();
-    return bugs;
-}
-
-// ---------------------------------------------------------------------------------------------
 // Inputs
 
 /// Inputs read at coordinates that depend on the schedule get this many extra elements on each
@@ -169,9 +135,9 @@ struct Instance {
     Func magnitude;
     int tolerance_terms = 0;
     std::vector<RfactorSite> rfactor_sites;
-    /// False when the pipeline has Funcs with implicit names (the boundary conditions make
-    /// them), so that its trace cannot replay on another build (see the report in
-    /// TraceOfABoundaryConditionPipelineReplaysOnAFreshBuild).
+    /// False when the pipeline has Funcs with implicit, process-dependent names, so that its
+    /// trace cannot replay on another build (none in the corpus now: boundary conditions have
+    /// deterministic names, see TraceOfABoundaryConditionPipelineReplaysOnAFreshBuild).
     bool replayable = true;
 };
 
@@ -255,7 +221,6 @@ Instance boundary() {
     Instance i;
     i.output = out;
     i.extents = {13, 11};
-    i.replayable = false;
     return i;
 }
 
@@ -563,10 +528,9 @@ bool rvar_is_independent(const FunctionContents &f, const Definition &d, const s
 struct LoopModel {
     std::string name;
     bool is_rvar = false;
-    /// A loop made by fusing RVars. The compiler's dependence check for parallel and vectorize
-    /// looks only at the RVar whose name prefixes the fused name, so the generator never runs
-    /// one in parallel or vectorized (see FusingADependentRVarThenParallelizingIsRejected).
-    bool fused_rvar = false;
+    /// The original RVars (or Var) this loop covers, through splits and fuses: an RVar loop may
+    /// run in any order only when every one of them is independent.
+    std::set<std::string> originals;
     std::optional<int> constant; ///< the extent, when the compiler sees a constant
     std::optional<int> known;    ///< the extent in this run, when the generator knows it
     int grain = 1;               ///< product of the factors that split the original dimension
@@ -692,6 +656,7 @@ private:
             for (const ReductionVariable &rv : d.rdom->vars) {
                 LoopModel l;
                 l.name = rv.name;
+                l.originals = {rv.name};
                 l.is_rvar = true;
                 if (auto e = as_const_int(rv.extent)) l.constant = l.known = int(*e);
                 add_loop(st, l);
@@ -711,6 +676,7 @@ private:
             if (!in_site) continue;
             LoopModel l;
             l.name = f.args[i];
+            l.originals = {f.args[i]};
             if (is_output) l.known = inst.extents[i];
             add_loop(st, l);
         }
@@ -902,7 +868,7 @@ private:
         LoopModel in = st.loops[i], out = st.loops[i + 1];
         LoopModel fused = in;
         fused.name = !in.is_rvar && rng.chance(30) ? in.name : fresh(st, in, "fz");
-        fused.fused_rvar = in.is_rvar;
+        fused.originals.insert(out.originals.begin(), out.originals.end());
         fused.constant.reset();
         fused.known.reset();
         if (in.constant && out.constant) fused.constant = *in.constant * *out.constant;
@@ -1028,9 +994,6 @@ private:
     void place(FuncModel &fm) {
         if (fm.is_output || fm.inlined) return;
         std::vector<Level> levels = legal_levels(fm);
-        for (const StageModel &st : fm.stages) {
-            if (st.fused && known_bugs().fuse_when_computed_at) levels.clear();
-        }
         bool has_updates = fm.stages.size() > 1;
         if (levels.empty() || rng.chance(35)) {
             // Funcs with updates are computed at root by default; pure ones are inlined.
@@ -1072,11 +1035,10 @@ private:
 
     bool may_run_in_any_order(const StageModel &st, const LoopModel &l) const {
         if (!l.is_rvar) return true;
-        if (l.fused_rvar) return false;
-        for (const std::string &r : st.independent_rvars) {
-            if (l.name.rfind(r, 0) == 0) return true;
+        for (const std::string &r : l.originals) {
+            if (!st.independent_rvars.count(r)) return false;
         }
-        return false;
+        return true;
     }
 
     void choose_loop_types(FuncModel &fm, StageModel &st) {
@@ -1454,16 +1416,10 @@ TEST(ScheduleFuzz, TracesRoundTripThroughJsonAndReplayToTheSameLoweredCode) {
     fuzz("trace round trip", round_trip_case);
 }
 
-// Bug: lang/BoundaryConditions.cpp, wrap() names the Func of every boundary condition with
-// unique_name(source + "_" + condition + "_"), a process-wide counter ("bc_in_repeat_edge_62"),
-// and its Vars after it. algorithm_hash() includes Func and Var names, so two builds of the same
-// algorithm hash differently and ScheduleTrace::apply() refuses the trace ("recorded for a
-// different algorithm"): no pipeline with a boundary condition can be tuned and replayed, and a
-// directive that schedules the boundary Func names a Func the next build will not have. Fix:
-// give the boundary conditions an optional name argument and a deterministic default (e.g.
-// "<source>_<condition>", made unique within the pipeline rather than the process), with Vars
-// named after it. Enable once fixed, and set replayable in the corpus's boundary().
-TEST(ScheduleFuzz, DISABLED_TraceOfABoundaryConditionPipelineReplaysOnAFreshBuild) {
+// Regression: boundary conditions were once named from a process-wide counter, so the same
+// algorithm built twice hashed differently and its trace was refused. They are now named after
+// their source ("replay_bc_in_repeat_edge"), the same in every build.
+TEST(ScheduleFuzz, TraceOfABoundaryConditionPipelineReplaysOnAFreshBuild) {
     auto build = [] {
         Buffer<int> in({7, 5}, "replay_bc_in");
         Func re = repeat_edge(in), out("replay_bc_out");
@@ -1477,6 +1433,26 @@ TEST(ScheduleFuzz, DISABLED_TraceOfABoundaryConditionPipelineReplaysOnAFreshBuil
     Func b = build();
     EXPECT_EQ(algorithm_hash({a}), algorithm_hash({b}));
     EXPECT_NO_THROW(trace.apply({b}));
+}
+
+TEST(ScheduleFuzz, BoundaryConditionsAreNamedAfterTheirSourceAndCanBeScheduledByName) {
+    Buffer<int> in({6, 4}, "bc_named_in");
+    Func a = repeat_edge(in), b = repeat_edge(in), c = mirror_interior(in, "bc_named_mirror");
+    EXPECT_EQ(a.name(), "bc_named_in_repeat_edge");
+    EXPECT_EQ(b.name(), "bc_named_in_repeat_edge_2"); // a second one on the same source
+    EXPECT_EQ(c.name(), "bc_named_mirror");
+    EXPECT_EQ(constant_exterior(in, 0).name(), "bc_named_in_constant_exterior");
+    // Both repeat_edge Funcs in one pipeline, one of them scheduled: no name clash.
+    Func out("bc_named_out");
+    Var x("x"), y("y");
+    out(x, y) = a(x - 1, y) + b(x + 1, y) * 3 + c(x - 2, y + 1);
+    a.compute_root();
+    Buffer<int> got = out.realize({8, 5});
+    Buffer<int> want = reference_realize(out, {8, 5});
+    for (int yy = 0; yy < 5; yy++) {
+        for (int xx = 0; xx < 8; xx++)
+            EXPECT_EQ(got(xx, yy), want(xx, yy)) << xx << ", " << yy;
+    }
 }
 
 TEST(ScheduleFuzz, TheCorpusHasDistinctlyNamedPipelinesThatMatchTheirReference) {
