@@ -83,6 +83,12 @@ struct FunctionState {
     llvm::Function *function = nullptr;
     Scope<llvm::Value *> symbols; ///< scalars
     Scope<llvm::Value *> buffers; ///< host pointers of buffer arguments and allocations
+    /// For each let-bound vector, the scalar base when its value is a dense ramp (stride 1),
+    /// else null: a load or store at such a let is then one vector access, not a gather or
+    /// scatter (common-subexpression elimination puts ramps of indices into lets).
+    Scope<llvm::Value *> ramp_bases;
+    /// For each let-bound vector whose value is a broadcast, the scalar broadcast, else null.
+    Scope<llvm::Value *> broadcast_scalars;
     /// kiln_malloc blocks live at the current point, freed on every error return.
     std::vector<llvm::Value *> heap_allocations;
 };
@@ -269,6 +275,37 @@ private:
         return codegen(predicate);
     }
 
+    /// Whether two values are provably equal: the same value, or the same pure operation
+    /// (arithmetic, comparison, select, min/max) on operands that are, up to a small depth.
+    static bool same_value(llvm::Value *a, llvm::Value *b, int depth = 8) {
+        if (a == b) return true;
+        auto *x = llvm::dyn_cast<llvm::Instruction>(a), *y = llvm::dyn_cast<llvm::Instruction>(b);
+        if (depth == 0 || !x || !y || !x->isSameOperationAs(y)) return false;
+        if (x->mayReadOrWriteMemory() || llvm::isa<llvm::PHINode>(x)) return false;
+        if (x->getNumOperands() != y->getNumOperands()) return false;
+        for (unsigned i = 0; i < x->getNumOperands(); i++) {
+            if (!same_value(x->getOperand(i), y->getOperand(i), depth - 1)) return false;
+        }
+        return true;
+    }
+
+    /// The address of element `index` of a buffer. An index `e + c` with a small constant c
+    /// is addressed as (base + e) + c, so that neighbouring accesses share their address
+    /// arithmetic (x86 folds c into the instruction). Indices are int32 and sign-extended; the
+    /// split differs from sext(e + c) only when e + c wraps around, which an in-bounds access
+    /// cannot do unless the buffer holds more than 2^31 - 2^16 elements.
+    llvm::Value *element_pointer(llvm::Type *element, llvm::Value *base, llvm::Value *index) {
+        auto *add = llvm::dyn_cast<llvm::BinaryOperator>(index);
+        if (add && add->getOpcode() == llvm::Instruction::Add) {
+            auto *c = llvm::dyn_cast<llvm::ConstantInt>(add->getOperand(1));
+            if (c && c->getSExtValue() > -65536 && c->getSExtValue() < 65536) {
+                llvm::Value *row = builder.CreateGEP(element, base, add->getOperand(0));
+                return builder.CreateGEP(element, row, builder.getInt64(c->getSExtValue()));
+            }
+        }
+        return builder.CreateGEP(element, base, index);
+    }
+
     static const Ramp *dense_ramp(const Expr &index) {
         const Ramp *r = index.as<Ramp>();
         return r && is_const_one(r->stride) ? r : nullptr;
@@ -450,7 +487,7 @@ private:
         llvm::Value *zero = llvm::Constant::getNullValue(type);
         llvm::Value *loaded;
         if (t.is_scalar()) {
-            llvm::Value *p = builder.CreateGEP(element, base, codegen(op->index));
+            llvm::Value *p = element_pointer(element, base, codegen(op->index));
             if (mask) {
                 auto *one = llvm::FixedVectorType::get(element, 1);
                 loaded = builder.CreateMaskedLoad(one, p, align, one_lane(mask),
@@ -459,17 +496,39 @@ private:
             } else {
                 loaded = builder.CreateAlignedLoad(element, p, align);
             }
-        } else if (const Ramp *ramp = dense_ramp(op->index)) {
-            llvm::Value *p = builder.CreateGEP(element, base, codegen(ramp->base));
+        } else if (const Broadcast *b = op->index.as<Broadcast>(); b && !mask) {
+            llvm::Value *p = element_pointer(element, base, codegen(b->value));
+            loaded =
+                builder.CreateVectorSplat(t.lanes, builder.CreateAlignedLoad(element, p, align));
+        } else if (std::optional<ClampedRamp> r = clamped_ramp(op->index); r && !r->ok) {
+            // A dense ramp, possibly through lets and plus broadcast offsets.
+            llvm::Value *p = element_pointer(element, base, r->base);
             if (mask) {
                 loaded = builder.CreateMaskedLoad(type, p, align, mask, zero);
             } else {
                 loaded = builder.CreateAlignedLoad(type, p, align);
             }
-        } else if (const Broadcast *b = op->index.as<Broadcast>(); b && !mask) {
-            llvm::Value *p = builder.CreateGEP(element, base, codegen(b->value));
-            loaded =
-                builder.CreateVectorSplat(t.lanes, builder.CreateAlignedLoad(element, p, align));
+        } else if (r && !mask) {
+            // Clamped coordinates (boundary conditions): one vector load where no lane is
+            // clamped, which is everywhere but near the edges; a gather there.
+            llvm::BasicBlock *dense = new_block("dense_load"), *gather = new_block("gather");
+            llvm::BasicBlock *after = new_block("after_load");
+            builder.CreateCondBr(r->ok, dense, gather,
+                                 llvm::MDBuilder(context).createLikelyBranchWeights());
+            builder.SetInsertPoint(dense);
+            llvm::Value *dense_value =
+                builder.CreateAlignedLoad(type, element_pointer(element, base, r->base), align);
+            builder.CreateBr(after);
+            builder.SetInsertPoint(gather);
+            llvm::Value *pointers = builder.CreateGEP(element, base, codegen(op->index));
+            llvm::Value *gathered = builder.CreateMaskedGather(type, pointers, align, mask, zero);
+            llvm::BasicBlock *gather_end = builder.GetInsertBlock();
+            builder.CreateBr(after);
+            builder.SetInsertPoint(after);
+            llvm::PHINode *phi = builder.CreatePHI(type, 2);
+            phi->addIncoming(dense_value, dense);
+            phi->addIncoming(gathered, gather_end);
+            loaded = phi;
         } else {
             llvm::Value *pointers = builder.CreateGEP(element, base, codegen(op->index));
             loaded = builder.CreateMaskedGather(type, pointers, align, mask, zero);
@@ -499,10 +558,97 @@ private:
     void visit(const Let *op) override {
         llvm::Value *v = codegen(op->value);
         if (!llvm::isa<llvm::Constant>(v) && !v->hasName()) v->setName(op->name);
-        state.symbols.push(op->name, v);
+        push_let(op->name, op->value, v);
         llvm::Value *body = codegen(op->body);
-        state.symbols.pop(op->name);
+        pop_let(op->name);
         value = body;
+    }
+
+    void push_let(const std::string &name, const Expr &e, llvm::Value *v) {
+        state.symbols.push(name, v);
+        llvm::Value *base = nullptr, *scalar = nullptr;
+        if (e.type().is_vector()) {
+            base = dense_base(e);
+            scalar = broadcast_scalar(e);
+        }
+        state.ramp_bases.push(name, base);
+        state.broadcast_scalars.push(name, scalar);
+    }
+
+    void pop_let(const std::string &name) {
+        state.symbols.pop(name);
+        state.ramp_bases.pop(name);
+        state.broadcast_scalars.pop(name);
+    }
+
+    /// The scalar of a vector that is a broadcast (directly or through a let), or null.
+    llvm::Value *broadcast_scalar(const Expr &e) {
+        if (const Broadcast *b = e.as<Broadcast>()) return codegen(b->value);
+        if (const Variable *v = e.as<Variable>()) {
+            if (llvm::Value *const *s = state.broadcast_scalars.find(v->name)) return *s;
+        }
+        return nullptr;
+    }
+
+    /// A vector index that is a dense ramp whenever a condition holds: a ramp of stride 1 plus
+    /// or minus broadcasts, clamped by min and max against broadcasts, as boundary conditions
+    /// (repeat_edge) write it. `ok` (null when always) says that no clamp changes any lane, so
+    /// the index is then base, base + 1, ... The comparisons are made in 64 bits, so that
+    /// the int32 lanes' wrap-around cannot fake them.
+    struct ClampedRamp {
+        llvm::Value *base = nullptr, *ok = nullptr;
+    };
+    std::optional<ClampedRamp> clamped_ramp(const Expr &e) {
+        if (e.type().element_of() != Int(32)) return std::nullopt;
+        if (llvm::Value *b = dense_base(e)) return ClampedRamp{b, nullptr};
+        auto both = [&](llvm::Value *a, llvm::Value *b) { return a ? builder.CreateAnd(a, b) : b; };
+        auto wide = [&](llvm::Value *v) { return builder.CreateSExt(v, builder.getInt64Ty()); };
+        auto scalar_side =
+            [&](const Expr &a, const Expr &b,
+                bool commutes) -> std::optional<std::pair<ClampedRamp, llvm::Value *>> {
+            if (llvm::Value *s = broadcast_scalar(b)) {
+                if (auto r = clamped_ramp(a)) return std::make_pair(*r, s);
+            }
+            if (commutes) {
+                if (llvm::Value *s = broadcast_scalar(a)) {
+                    if (auto r = clamped_ramp(b)) return std::make_pair(*r, s);
+                }
+            }
+            return std::nullopt;
+        };
+        int lanes = e.type().lanes;
+        if (const Add *op = e.as<Add>()) {
+            if (auto p = scalar_side(op->a, op->b, true)) {
+                return ClampedRamp{builder.CreateAdd(p->first.base, p->second), p->first.ok};
+            }
+        } else if (const Sub *op = e.as<Sub>()) {
+            if (auto p = scalar_side(op->a, op->b, false)) {
+                return ClampedRamp{builder.CreateSub(p->first.base, p->second), p->first.ok};
+            }
+        } else if (const Max *op = e.as<Max>()) {
+            if (auto p = scalar_side(op->a, op->b, true)) {
+                llvm::Value *ok = builder.CreateICmpSGE(wide(p->first.base), wide(p->second));
+                return ClampedRamp{p->first.base, both(p->first.ok, ok)};
+            }
+        } else if (const Min *op = e.as<Min>()) {
+            if (auto p = scalar_side(op->a, op->b, true)) {
+                llvm::Value *last =
+                    builder.CreateAdd(wide(p->first.base), builder.getInt64(lanes - 1));
+                llvm::Value *ok = builder.CreateICmpSLE(last, wide(p->second));
+                return ClampedRamp{p->first.base, both(p->first.ok, ok)};
+            }
+        }
+        return std::nullopt;
+    }
+
+    /// The first index of a vector index that is a dense ramp (directly or through a let), or
+    /// null.
+    llvm::Value *dense_base(const Expr &index) {
+        if (const Ramp *r = dense_ramp(index)) return codegen(r->base);
+        if (const Variable *v = index.as<Variable>()) {
+            if (llvm::Value *const *b = state.ramp_bases.find(v->name)) return *b;
+        }
+        return nullptr;
     }
 
     void visit(const Call *op) override {
@@ -529,9 +675,9 @@ private:
     void visit(const LetStmt *op) override {
         llvm::Value *v = codegen(op->value);
         if (!llvm::isa<llvm::Constant>(v) && !v->hasName()) v->setName(op->name);
-        state.symbols.push(op->name, v);
+        push_let(op->name, op->value, v);
         codegen(op->body);
-        state.symbols.pop(op->name);
+        pop_let(op->name);
     }
 
     void visit(const AssertStmt *op) override {
@@ -596,12 +742,25 @@ private:
         llvm::Value *min = codegen(op->min), *extent = codegen(op->extent);
         CollectNames names;
         names.include(op->body);
-        std::vector<std::pair<std::string, llvm::Value *>> variables, buffers;
+        std::vector<std::pair<std::string, llvm::Value *>> variables, buffers, bases;
         std::vector<llvm::Type *> fields;
         for (const std::string &n : names.variables) {
             if (const auto *v = state.symbols.find(n); v && n != op->name) {
                 variables.emplace_back(n, *v);
                 fields.push_back((*v)->getType());
+            }
+        }
+        // The scalar bases of dense ramps and the scalars of broadcasts bound in lets outside
+        // the loop and used inside it.
+        std::vector<std::pair<std::string, llvm::Value *>> scalars;
+        for (const auto &[n, v] : variables) {
+            if (const auto *b = state.ramp_bases.find(n); b && *b) {
+                bases.emplace_back(n, *b);
+                fields.push_back((*b)->getType());
+            }
+            if (const auto *b = state.broadcast_scalars.find(n); b && *b) {
+                scalars.emplace_back(n, *b);
+                fields.push_back((*b)->getType());
             }
         }
         for (const std::string &n : names.buffers) {
@@ -619,6 +778,12 @@ private:
         for (const auto &[n, v] : buffers) {
             builder.CreateStore(v, builder.CreateStructGEP(closure_type, closure, field++));
         }
+        for (const auto &[n, v] : bases) {
+            builder.CreateStore(v, builder.CreateStructGEP(closure_type, closure, field++));
+        }
+        for (const auto &[n, v] : scalars) {
+            builder.CreateStore(v, builder.CreateStructGEP(closure_type, closure, field++));
+        }
 
         auto *task_type = llvm::FunctionType::get(i32, {ptr, i32, ptr}, false);
         llvm::Function *task =
@@ -631,13 +796,36 @@ private:
         builder.SetInsertPoint(new_block("entry"));
         llvm::Value *env = task->getArg(2);
         field = 0;
+        // Lets with equal values outside the loop (a Func's region min and its buffer's min,
+        // say) get one value inside, so that LLVM sees the differences of such names fold to
+        // constants (an accumulator's constant offset, which keeps it in a register).
+        std::vector<std::pair<llvm::Value *, llvm::Value *>> loaded; // outside, inside
         for (const auto &[n, v] : variables) {
             llvm::Value *p = builder.CreateStructGEP(closure_type, env, field++);
-            state.symbols.push(n, builder.CreateLoad(v->getType(), p, n));
+            llvm::Value *inside = nullptr;
+            for (const auto &[o, i] : loaded) {
+                if (same_value(o, v)) {
+                    inside = i;
+                    break;
+                }
+            }
+            if (!inside) {
+                inside = builder.CreateLoad(v->getType(), p, n);
+                loaded.emplace_back(v, inside);
+            }
+            state.symbols.push(n, inside);
         }
         for (const auto &[n, v] : buffers) {
             llvm::Value *p = builder.CreateStructGEP(closure_type, env, field++);
             state.buffers.push(n, builder.CreateLoad(ptr, p, n));
+        }
+        for (const auto &[n, v] : bases) {
+            llvm::Value *p = builder.CreateStructGEP(closure_type, env, field++);
+            state.ramp_bases.push(n, builder.CreateLoad(v->getType(), p, n + ".base"));
+        }
+        for (const auto &[n, v] : scalars) {
+            llvm::Value *p = builder.CreateStructGEP(closure_type, env, field++);
+            state.broadcast_scalars.push(n, builder.CreateLoad(v->getType(), p, n + ".scalar"));
         }
         task->getArg(1)->setName(op->name);
         state.symbols.push(op->name, task->getArg(1));
@@ -670,14 +858,15 @@ private:
         llvm::Align align(t.bytes());
         llvm::Value *mask = predicate_mask(op->predicate);
         if (t.is_scalar()) {
-            llvm::Value *p = builder.CreateGEP(element, base, codegen(op->index));
+            llvm::Value *p = element_pointer(element, base, codegen(op->index));
             if (mask) {
                 builder.CreateMaskedStore(one_lane(v), p, align, one_lane(mask));
             } else {
                 builder.CreateAlignedStore(v, p, align);
             }
-        } else if (const Ramp *ramp = dense_ramp(op->index)) {
-            llvm::Value *p = builder.CreateGEP(element, base, codegen(ramp->base));
+        } else if (std::optional<ClampedRamp> r = clamped_ramp(op->index); r && !r->ok) {
+            // A dense ramp, possibly through lets and plus broadcast offsets.
+            llvm::Value *p = element_pointer(element, base, r->base);
             if (mask) {
                 builder.CreateMaskedStore(v, p, align, mask);
             } else {
