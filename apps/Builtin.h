@@ -1,0 +1,42 @@
+// Internal to apps/: the builtin operators (one source file each) and helpers they share.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "apps/Operator.h"
+
+namespace kiln::apps {
+
+Operator matmul_operator();
+Operator conv2d_operator();
+Operator blur_operator();
+Operator blur_u16_operator();
+Operator softmax_operator();
+Operator layernorm_operator();
+Operator harris_operator();
+std::vector<Operator> test_only_operators();
+
+/// A row reduction written for vector hardware: total(y) reduces value(x, y) over x in [0, n).
+/// partial(l, y) reduces the elements x = l + lanes * b for the full blocks b < n / lanes (so a
+/// schedule can vectorize l and keep several accumulators), total combines the lanes, then the
+/// n % lanes tail. Sums are reassociated by this; maxima are not changed.
+struct RowReduction {
+    Func partial, total;
+};
+RowReduction row_reduction(const std::string &name, const std::function<Expr(Expr, Expr)> &value,
+                           int n, int lanes, bool is_max);
+
+/// A buffer of the given type and extents filled with deterministic pseudo-random values from a
+/// seed: floats uniform in [lo, hi), integers uniform in [lo, hi] (rounded).
+BufferBase random_buffer(Type t, const std::vector<int> &extents, const std::string &name,
+                         uint64_t seed, double lo, double hi);
+
+/// The shape value as an int extent; raises CompileError naming the operator and the shape name
+/// when it does not fit in [min_value, 2^31).
+int shape_extent(const std::string &op, const std::string &shape_name, int64_t v,
+                 int64_t min_value = 1);
+
+} // namespace kiln::apps

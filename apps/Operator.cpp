@@ -1,0 +1,263 @@
+#include "apps/Operator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "apps/Builtin.h"
+#include "lang/Error.h"
+
+namespace kiln::apps {
+
+namespace {
+
+std::mutex registry_mutex;
+
+std::map<std::string, Operator> &registry() {
+    static std::map<std::string, Operator> operators;
+    return operators;
+}
+
+void register_locked(Operator op) {
+    if (op.name.empty()) user_error("register_operator: the operator has no name");
+    if (!op.make || !op.hand_schedule || !op.reference || !op.work) {
+        user_error("register_operator: operator '", op.name,
+                   "' must set make, hand_schedule, reference and work");
+    }
+    if (op.shape_names.size() != op.default_shape.size()) {
+        user_error("register_operator: operator '", op.name, "' has ", op.shape_names.size(),
+                   " shape names but a default shape of ", op.default_shape.size(), " values");
+    }
+    if (registry().count(op.name)) {
+        user_error("register_operator: an operator named '", op.name,
+                   "' is already registered; pick another name");
+    }
+    std::string name = op.name;
+    registry().emplace(name, std::move(op));
+}
+
+bool builtins_registered = false;
+
+void register_builtins_locked() {
+    if (builtins_registered) return;
+    builtins_registered = true;
+    for (Operator op : {matmul_operator(), conv2d_operator(), blur_operator(), blur_u16_operator(),
+                        softmax_operator(), layernorm_operator(), harris_operator()}) {
+        register_locked(std::move(op));
+    }
+    for (Operator &op : test_only_operators()) {
+        register_locked(std::move(op));
+    }
+}
+
+/// Element i (in for_each_offset order) of a buffer as a double.
+double element_as_double(const BufferBase &b, int64_t offset) {
+    const uint8_t *p = b.raw_data();
+    Type t = b.type();
+    switch (t.code) {
+    case Type::Float:
+        return t.bits == 32 ? double(reinterpret_cast<const float *>(p)[offset])
+                            : reinterpret_cast<const double *>(p)[offset];
+    case Type::Int:
+        switch (t.bits) {
+        case 8:
+            return reinterpret_cast<const int8_t *>(p)[offset];
+        case 16:
+            return reinterpret_cast<const int16_t *>(p)[offset];
+        case 32:
+            return reinterpret_cast<const int32_t *>(p)[offset];
+        default:
+            return double(reinterpret_cast<const int64_t *>(p)[offset]);
+        }
+    case Type::UInt:
+    case Type::Bool:
+        switch (t.bits) {
+        case 1:
+        case 8:
+            return reinterpret_cast<const uint8_t *>(p)[offset];
+        case 16:
+            return reinterpret_cast<const uint16_t *>(p)[offset];
+        case 32:
+            return reinterpret_cast<const uint32_t *>(p)[offset];
+        default:
+            return double(reinterpret_cast<const uint64_t *>(p)[offset]);
+        }
+    }
+    return 0;
+}
+
+} // namespace
+
+void OperatorInstance::bind_inputs() const {
+    internal_assert(inputs.size() == input_data.size(), "operator instance has ", inputs.size(),
+                    " inputs but ", input_data.size(), " input buffers");
+    for (size_t i = 0; i < inputs.size(); i++) {
+        ImageParam p = inputs[i];
+        p.set(input_data[i]);
+    }
+}
+
+BufferBase OperatorInstance::make_output() const {
+    return BufferBase(output.output_type(), output_extents, output.name());
+}
+
+BufferBase OperatorInstance::realize(const Target &target) const {
+    bind_inputs();
+    BufferBase out = make_output();
+    pipeline().realize({out}, target);
+    return out;
+}
+
+void register_operator(Operator op) {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    register_builtins_locked();
+    register_locked(std::move(op));
+}
+
+void register_builtin_operators() {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    register_builtins_locked();
+}
+
+const Operator &find_operator(const std::string &name) {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    register_builtins_locked();
+    auto it = registry().find(name);
+    if (it != registry().end()) return it->second;
+    std::string known;
+    for (const auto &[n, op] : registry()) {
+        if (op.test_only) continue;
+        known += (known.empty() ? "" : ", ") + n;
+    }
+    user_error("unknown operator '", name, "'; known operators: ", known);
+}
+
+std::vector<const Operator *> all_operators(bool include_test_only) {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    register_builtins_locked();
+    std::vector<const Operator *> result;
+    for (const auto &[n, op] : registry()) { // std::map: sorted by name
+        if (include_test_only || !op.test_only) result.push_back(&op);
+    }
+    return result;
+}
+
+std::vector<int64_t> parse_shape(const Operator &op, const std::string &text) {
+    if (text.empty()) return op.default_shape;
+    std::string names;
+    for (const std::string &n : op.shape_names) {
+        names += (names.empty() ? "" : "x") + n;
+    }
+    std::vector<int64_t> shape;
+    size_t start = 0;
+    while (true) {
+        size_t end = text.find_first_of("x,", start);
+        std::string piece = text.substr(start, end == std::string::npos ? end : end - start);
+        size_t used = 0;
+        int64_t v = 0;
+        bool ok = !piece.empty() && std::all_of(piece.begin(), piece.end(),
+                                                [](char c) { return c >= '0' && c <= '9'; });
+        if (ok) {
+            try {
+                v = std::stoll(piece, &used);
+            } catch (const std::exception &) {
+                ok = false;
+            }
+        }
+        if (!ok || used != piece.size() || v <= 0 || v > std::numeric_limits<int32_t>::max()) {
+            user_error("shape '", text, "' for operator '", op.name, "': '", piece,
+                       "' is not a positive integer below 2^31; write ", names, " (e.g. ",
+                       shape_to_string(op.default_shape), ")");
+        }
+        shape.push_back(v);
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    if (shape.size() != op.shape_names.size()) {
+        user_error("shape '", text, "' for operator '", op.name, "' has ", shape.size(),
+                   " values, but the operator takes ", op.shape_names.size(), ": ", names,
+                   " (e.g. ", shape_to_string(op.default_shape), ")");
+    }
+    return shape;
+}
+
+std::string shape_to_string(const std::vector<int64_t> &shape) {
+    std::string s;
+    for (size_t i = 0; i < shape.size(); i++) {
+        s += (i ? "x" : "") + std::to_string(shape[i]);
+    }
+    return s;
+}
+
+double max_relative_error(const BufferBase &got, const BufferBase &expected) {
+    const double inf = std::numeric_limits<double>::infinity();
+    if (!got.defined() || !expected.defined()) return inf;
+    if (got.type() != expected.type() || got.dimensions() != expected.dimensions()) return inf;
+    for (int d = 0; d < got.dimensions(); d++) {
+        if (got.dim(d).extent != expected.dim(d).extent) return inf;
+    }
+    std::vector<int64_t> got_offsets, expected_offsets;
+    got_offsets.reserve(size_t(got.number_of_elements()));
+    expected_offsets.reserve(size_t(expected.number_of_elements()));
+    got.for_each_offset([&](int64_t o) { got_offsets.push_back(o); });
+    expected.for_each_offset([&](int64_t o) { expected_offsets.push_back(o); });
+    double worst = 0;
+    for (size_t i = 0; i < got_offsets.size(); i++) {
+        double a = element_as_double(got, got_offsets[i]);
+        double b = element_as_double(expected, expected_offsets[i]);
+        if (std::isnan(a) != std::isnan(b)) return inf;
+        if (std::isnan(a)) continue;
+        if (a == b) continue; // equal infinities
+        double e = std::abs(a - b) / std::max(1.0, std::abs(b));
+        if (std::isnan(e)) return inf;
+        worst = std::max(worst, e);
+    }
+    return worst;
+}
+
+BufferBase random_buffer(Type t, const std::vector<int> &extents, const std::string &name,
+                         uint64_t seed, double lo, double hi) {
+    BufferBase b(t, extents, name);
+    // splitmix64: the same values on every platform and standard library.
+    uint64_t state = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+    auto next = [&]() {
+        uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+    };
+    uint8_t *p = b.raw_data();
+    int64_t n = b.number_of_elements();
+    for (int64_t i = 0; i < n; i++) {
+        double u = double(next() >> 11) * 0x1.0p-53; // [0, 1)
+        double v = lo + u * (hi - lo);
+        if (t == Float(32)) {
+            reinterpret_cast<float *>(p)[i] = float(v);
+        } else if (t == Float(64)) {
+            reinterpret_cast<double *>(p)[i] = v;
+        } else if (t == UInt(16)) {
+            reinterpret_cast<uint16_t *>(p)[i] = uint16_t(std::floor(lo + u * (hi - lo + 1)));
+        } else if (t == UInt(8)) {
+            reinterpret_cast<uint8_t *>(p)[i] = uint8_t(std::floor(lo + u * (hi - lo + 1)));
+        } else if (t == Int(32)) {
+            reinterpret_cast<int32_t *>(p)[i] = int32_t(std::floor(lo + u * (hi - lo + 1)));
+        } else {
+            internal_error("random_buffer: type ", t, " is not supported");
+        }
+    }
+    return b;
+}
+
+int shape_extent(const std::string &op, const std::string &shape_name, int64_t v,
+                 int64_t min_value) {
+    if (v < min_value || v > std::numeric_limits<int32_t>::max()) {
+        user_error("operator '", op, "': ", shape_name, " = ", v, " is out of range; it must be ",
+                   "at least ", min_value, " and below 2^31");
+    }
+    return int(v);
+}
+
+} // namespace kiln::apps

@@ -1,0 +1,174 @@
+// kiln_bench: the kiln side of the side-by-side benchmarks. Each workload is an apps/ operator
+// with its hand schedule, compiled once by the JIT for the host. Protocol (bench/bench_common.h):
+//   kiln_bench --list | --info
+//   kiln_bench --workload NAME [--shape AxBxC] [--threads T] [--reps R] [--min-time S]
+//              [--dump PREFIX]   (also writes the lowered loop nest, LLVM IR and assembly)
+// prints one JSON line: {"impl":"kiln","workload":..,"shape":..,"threads":..,"median_ms":..,
+// "min_ms":..,"reps":..,"work":..,"unit":..,"rate":..,"checked":..,"max_rel_err":..}.
+// The output is filled with NaN (or a pattern) and checked against the operator's plain-loop
+// reference on the warm-up run and again after the timed runs. Shapes are those of the shared
+// protocol; conv2d's NxCxHxWxK (N = 1) maps to the operator's C_in x C_out x H x W. Operators the
+// other libraries do not run (layernorm, harris) take their apps/ shapes.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "apps/Operator.h"
+#include "bench/bench_common.h"
+#include "lang/Error.h"
+#include "runtime/kiln_runtime.h"
+
+using namespace kiln;
+
+namespace {
+
+const std::string impl = "kiln";
+
+void poison(const BufferBase &b) {
+    if (b.type().is_float()) {
+        float *p = reinterpret_cast<float *>(b.raw_data());
+        for (int64_t i = 0; i < b.number_of_elements(); i++) {
+            p[i] = std::numeric_limits<float>::quiet_NaN();
+        }
+    } else {
+        std::memset(b.raw_data(), 0xA5, size_t(b.number_of_elements()) * b.type().bytes());
+    }
+}
+
+/// The protocol's shape for a workload as the operator's shape.
+std::vector<int64_t> operator_shape(const apps::Operator &op, const std::string &text) {
+    if (op.name == "conv2d" && !text.empty()) {
+        const benchref::WorkloadInfo *w = benchref::find_workload("conv2d");
+        std::vector<int64_t> s = benchref::parse_shape(impl, *w, text); // N x C x H x W x K
+        return {s[1], s[4], s[2], s[3]};
+    }
+    return apps::parse_shape(op, text);
+}
+
+/// The operator's shape written as the protocol writes it.
+std::string protocol_shape(const apps::Operator &op, const std::vector<int64_t> &s) {
+    if (op.name == "conv2d") return benchref::shape_to_string({1, s[0], s[2], s[3], s[1]});
+    return apps::shape_to_string(s);
+}
+
+int run(int argc, char **argv) {
+    std::string workload, shape_text;
+    int threads = 1, reps = 50;
+    double min_time_s = 0.5;
+    bool list = false, info = false;
+    std::string dump; // --dump PREFIX: write PREFIX.lowered.txt, PREFIX.ll and PREFIX.s
+    auto need = [&](int &i) -> std::string {
+        if (i + 1 >= argc) benchref::fail(impl, std::string(argv[i]) + " needs a value");
+        return argv[++i];
+    };
+    auto to_int = [&](const std::string &flag, const std::string &v) {
+        char *end = nullptr;
+        long x = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0' || x < 1 || x > 1 << 20) {
+            benchref::fail(impl, flag + " '" + v + "' must be an integer >= 1");
+        }
+        return int(x);
+    };
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "--workload") {
+            workload = need(i);
+        } else if (a == "--shape") {
+            shape_text = need(i);
+        } else if (a == "--threads") {
+            threads = to_int(a, need(i));
+        } else if (a == "--reps") {
+            reps = to_int(a, need(i));
+        } else if (a == "--min-time") {
+            min_time_s = std::atof(need(i).c_str());
+        } else if (a == "--dump") {
+            dump = need(i);
+        } else if (a == "--list") {
+            list = true;
+        } else if (a == "--info") {
+            info = true;
+        } else if (a == "--help" || a == "-h") {
+            std::printf("usage: kiln_bench --workload NAME [--shape AxBxC] [--threads T] "
+                        "[--reps R] [--min-time S] [--dump PREFIX] | --list | --info\n");
+            return 0;
+        } else {
+            benchref::fail(impl, "unknown argument '" + a + "'; try --help");
+        }
+    }
+    if (info) {
+        std::printf("target: %s\nthreads: %d\n", Target::host().to_string().c_str(),
+                    kiln_get_num_threads());
+        return 0;
+    }
+    if (list) {
+        for (const apps::Operator *op : apps::all_operators()) {
+            std::string names;
+            for (const std::string &n : op->shape_names)
+                names += (names.empty() ? "" : "x") + n;
+            if (op->name == "conv2d") names = "NxCxHxWxK";
+            std::printf("%s %s %s\n", op->name.c_str(), names.c_str(),
+                        protocol_shape(*op, op->default_shape).c_str());
+        }
+        return 0;
+    }
+    if (workload.empty()) benchref::fail(impl, "--workload is required (or --list); try --help");
+    const apps::Operator &op = apps::find_operator(workload);
+    std::vector<int64_t> shape = operator_shape(op, shape_text);
+    kiln_set_num_threads(threads);
+
+    apps::OperatorInstance inst = op.make(shape);
+    Target target = Target::host();
+    op.hand_schedule(inst, target);
+    CompiledPipeline compiled = inst.pipeline().compile_jit(target);
+    if (!dump.empty()) {
+        auto write = [&](const std::string &suffix, const std::string &text) {
+            FILE *f = std::fopen((dump + suffix).c_str(), "w");
+            if (!f) benchref::fail(impl, "--dump: cannot write " + dump + suffix);
+            std::fwrite(text.data(), 1, text.size(), f);
+            std::fclose(f);
+        };
+        write(".lowered.txt", inst.pipeline().lowered_text());
+        write(".ll", compiled.llvm_ir());
+        write(".s", compiled.assembly());
+    }
+    inst.bind_inputs();
+    BufferBase out = inst.make_output();
+    BufferBase expected = op.reference(inst);
+    auto run_once = [&] { compiled.realize_into({out}); };
+
+    poison(out);
+    run_once(); // the warm-up run, checked
+    double err = apps::max_relative_error(out, expected);
+    benchref::Timing t = benchref::time_runs(run_once, reps, min_time_s);
+    poison(out); // and checked again after the timed runs
+    run_once();
+    err = std::max(err, apps::max_relative_error(out, expected));
+    bool checked = err <= op.tolerance;
+    double work = op.work(shape);
+    double rate = work / (t.median_ms * 1e6);
+    std::printf("{\"impl\":\"kiln\",\"workload\":\"%s\",\"shape\":\"%s\",\"threads\":%d,"
+                "\"median_ms\":%.6g,\"min_ms\":%.6g,\"reps\":%d,\"work\":%.6g,\"unit\":\"%s\","
+                "\"rate\":%.6g,\"checked\":%s,\"max_rel_err\":%.6g,\"note\":\"compile %.0f ms\"}\n",
+                op.name.c_str(), protocol_shape(op, shape).c_str(), threads, t.median_ms, t.min_ms,
+                t.reps, work, op.work_unit.c_str(), rate, checked ? "true" : "false",
+                std::isfinite(err) ? err : 1e300, compiled.compile_time_ms());
+    std::fflush(stdout);
+    if (!checked) {
+        std::fprintf(stderr, "kiln_bench: %s %s: wrong result, max relative error %g > %g\n",
+                     op.name.c_str(), apps::shape_to_string(shape).c_str(), err, op.tolerance);
+        return 1;
+    }
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    try {
+        return run(argc, argv);
+    } catch (const CompileError &e) {
+        benchref::fail(impl, e.what());
+    } catch (const RuntimeError &e) {
+        benchref::fail(impl, e.what());
+    }
+}

@@ -1,0 +1,74 @@
+// Vector accesses the code generator makes dense (codegen/CodeGenLLVM.cpp): ramps bound in lets
+// by common-subexpression elimination, and ramps clamped by boundary conditions (one vector load
+// away from the edges, a gather near them). Checked for values against the reference evaluator
+// and, on AVX-512 hosts, for the instructions chosen.
+#include <gtest/gtest.h>
+
+#include "apps/Operator.h"
+#include "kiln.h"
+
+namespace kiln {
+namespace {
+
+Buffer<float> ramp_input(int w, int h, const std::string &name) {
+    Buffer<float> b({w, h}, name);
+    for (int y = 0; y < h; y++) {
+        for (int x = 0; x < w; x++)
+            b(x, y) = float(x * 7 + y * 131 % 17) * 0.25f;
+    }
+    return b;
+}
+
+void expect_same(const Buffer<float> &a, const Buffer<float> &b) {
+    ASSERT_EQ(a.width(), b.width());
+    ASSERT_EQ(a.height(), b.height());
+    for (int y = 0; y < a.height(); y++) {
+        for (int x = 0; x < a.width(); x++) {
+            ASSERT_EQ(a(x, y), b(x, y)) << "at (" << x << ", " << y << ")";
+        }
+    }
+}
+
+// Widths below, equal to and above the vector width, so that every vector is clamped, none is,
+// or some are at each edge.
+TEST(CodegenAccess, ClampedVectorLoadsMatchTheReferenceEvaluator) {
+    for (auto [w, h] : {std::pair{5, 3}, {16, 4}, {40, 7}, {67, 5}}) {
+        Buffer<float> in = ramp_input(w, h, "clamped_in_" + std::to_string(w));
+        Func c = repeat_edge(in);
+        Func out("clamped_out_" + std::to_string(w));
+        Var x("x"), y("y");
+        out(x, y) = c(x - 2, y - 1) + c(x, y + 1) * 2.f + c(x + 3, y);
+        Buffer<float> expected = reference_realize(out, {w, h});
+        out.vectorize(x, 16, TailStrategy::GuardWithIf);
+        expect_same(out.realize({w, h}), expected);
+    }
+}
+
+TEST(CodegenAccess, ClampedVectorLoadsAreDenseAwayFromTheEdges) {
+    if (!Target::host().has_feature("avx512f")) GTEST_SKIP() << "needs AVX-512";
+    Buffer<float> in = ramp_input(64, 8, "dense_in");
+    Func c = repeat_edge(in);
+    Func out("dense_out");
+    Var x("x"), y("y");
+    out(x, y) = c(x - 1, y) + c(x + 1, y);
+    out.vectorize(x, 16);
+    std::string ir = Pipeline(out).compile_jit().llvm_ir();
+    EXPECT_NE(ir.find("load <16 x float>"), std::string::npos) << ir;
+    EXPECT_NE(ir.find("llvm.masked.gather"), std::string::npos) << ir; // near the edges
+}
+
+TEST(CodegenAccess, MatmulMicroKernelHasNoGathersOrScatters) {
+    if (!Target::host().has_feature("avx512f")) GTEST_SKIP() << "needs AVX-512";
+    const apps::Operator &op = apps::find_operator("matmul");
+    apps::OperatorInstance inst = op.make({64, 64, 64});
+    op.hand_schedule(inst, Target::host());
+    CompiledPipeline c = inst.pipeline().compile_jit();
+    std::string assembly = c.assembly();
+    EXPECT_EQ(assembly.find("gather"), std::string::npos);
+    EXPECT_EQ(assembly.find("scatter"), std::string::npos);
+    EXPECT_NE(assembly.find("vfmadd231ps"), std::string::npos);
+    EXPECT_NE(assembly.find("zmm"), std::string::npos);
+}
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,182 @@
+// The operator library: every operator's hand schedule and default schedule against its
+// plain-loop reference at a small and an odd shape; the registry's and parse_shape's errors.
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "apps/Operator.h"
+#include "lang/Error.h"
+
+namespace kiln::apps {
+namespace {
+
+struct Case {
+    std::string op;
+    std::vector<int64_t> shape;
+};
+
+std::string case_name(const testing::TestParamInfo<Case> &info) {
+    return info.param.op + "_" + shape_to_string(info.param.shape);
+}
+
+class OperatorSchedules : public testing::TestWithParam<Case> {};
+
+TEST_P(OperatorSchedules, HandScheduleMatchesTheReference) {
+    const Operator &op = find_operator(GetParam().op);
+    OperatorInstance inst = op.make(GetParam().shape);
+    op.hand_schedule(inst, Target::host());
+    BufferBase out = inst.realize();
+    double err = max_relative_error(out, op.reference(inst));
+    EXPECT_LE(err, op.tolerance) << op.name << " at " << shape_to_string(inst.shape);
+}
+
+TEST_P(OperatorSchedules, DefaultScheduleMatchesTheReference) {
+    const Operator &op = find_operator(GetParam().op);
+    OperatorInstance inst = op.make(GetParam().shape);
+    BufferBase out = inst.realize();
+    double err = max_relative_error(out, op.reference(inst));
+    EXPECT_LE(err, op.tolerance) << op.name << " at " << shape_to_string(inst.shape);
+}
+
+INSTANTIATE_TEST_SUITE_P(Apps, OperatorSchedules,
+                         testing::Values(Case{"matmul", {64, 96, 40}}, Case{"matmul", {37, 53, 29}},
+                                         Case{"matmul", {5, 3, 7}}, Case{"conv2d", {4, 32, 8, 16}},
+                                         Case{"conv2d", {3, 19, 7, 11}}, Case{"blur", {64, 40}},
+                                         Case{"blur", {37, 23}}, Case{"blur_u16", {80, 40}},
+                                         Case{"blur_u16", {37, 23}}, Case{"softmax", {8, 200}},
+                                         Case{"softmax", {7, 37}}, Case{"layernorm", {8, 200}},
+                                         Case{"layernorm", {7, 37}}, Case{"harris", {64, 40}},
+                                         Case{"harris", {37, 23}}),
+                         case_name);
+
+TEST(Operators, TestWrongDisagreesWithItsReference) {
+    const Operator &op = find_operator("test_wrong");
+    OperatorInstance inst = op.make({33, 9});
+    op.hand_schedule(inst, Target::host());
+    EXPECT_GE(max_relative_error(inst.realize(), op.reference(inst)), 0.5);
+}
+
+TEST(Operators, TestHangFinishesAtATinyReductionAndMatches) {
+    const Operator &op = find_operator("test_hang");
+    EXPECT_EQ(op.default_shape[1], 1 << 20);
+    OperatorInstance inst = op.make({5, 3});
+    op.hand_schedule(inst, Target::host());
+    EXPECT_EQ(max_relative_error(inst.realize(), op.reference(inst)), 0.0);
+}
+
+TEST(OperatorsDeathTest, TestCrashSegfaults) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    const Operator &op = find_operator("test_crash");
+    EXPECT_DEATH(
+        {
+            OperatorInstance inst = op.make({64, 4});
+            op.hand_schedule(inst, Target::host());
+            inst.realize();
+        },
+        "");
+}
+
+TEST(Operators, ListingsHideTestOnlyOperators) {
+    std::vector<std::string> names, all_names;
+    for (const Operator *op : all_operators())
+        names.push_back(op->name);
+    for (const Operator *op : all_operators(true))
+        all_names.push_back(op->name);
+    EXPECT_EQ(names, (std::vector<std::string>{"blur", "blur_u16", "conv2d", "harris", "layernorm",
+                                               "matmul", "softmax"}));
+    EXPECT_EQ(all_names.size(), names.size() + 3);
+    EXPECT_TRUE(std::is_sorted(all_names.begin(), all_names.end()));
+    for (const Operator *op : all_operators(true)) {
+        EXPECT_GT(op->work(op->default_shape), 0) << op->name;
+        EXPECT_TRUE(op->work_unit == "GF/s" || op->work_unit == "GB/s") << op->name;
+        EXPECT_EQ(op->shape_names.size(), op->default_shape.size()) << op->name;
+    }
+}
+
+TEST(Operators, MatmulUsesTheDocumentedLayout) {
+    // A(k, i) is row-major A[i][k]; C(j, i) is C[i][j].
+    const Operator &op = find_operator("matmul");
+    OperatorInstance inst = op.make({2, 3, 4});
+    EXPECT_EQ(inst.input_data[0].dim(0).extent, 4); // K
+    EXPECT_EQ(inst.input_data[0].dim(1).extent, 2); // M
+    EXPECT_EQ(inst.input_data[1].dim(0).extent, 3); // N
+    EXPECT_EQ(inst.output_extents, (std::vector<int>{3, 2}));
+    Buffer<float> a(inst.input_data[0]), b(inst.input_data[1]);
+    Buffer<float> c(op.reference(inst));
+    double c10 = 0;
+    for (int k = 0; k < 4; k++)
+        c10 += double(a(k, 1)) * b(0, k);
+    EXPECT_NEAR(c(0, 1), c10, 1e-6);
+}
+
+template <typename F>
+std::string error_of(F &&f) {
+    try {
+        f();
+    } catch (const CompileError &e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+TEST(OperatorErrors, UnknownOperatorListsTheKnownOnes) {
+    EXPECT_EQ(error_of([] { find_operator("matmull"); }),
+              "unknown operator 'matmull'; known operators: blur, blur_u16, conv2d, harris, "
+              "layernorm, matmul, softmax");
+}
+
+TEST(OperatorErrors, RegisteringANameTwiceIsAnError) {
+    Operator op = find_operator("blur");
+    EXPECT_EQ(error_of([&] { register_operator(op); }),
+              "register_operator: an operator named 'blur' is already registered; pick another "
+              "name");
+}
+
+TEST(OperatorErrors, ParseShapeNamesTheOperatorAndItsShape) {
+    const Operator &op = find_operator("matmul");
+    EXPECT_EQ(parse_shape(op, "1024x512x256"), (std::vector<int64_t>{1024, 512, 256}));
+    EXPECT_EQ(parse_shape(op, "37,53,29"), (std::vector<int64_t>{37, 53, 29}));
+    EXPECT_EQ(parse_shape(op, ""), op.default_shape);
+    EXPECT_EQ(error_of([&] { parse_shape(op, "1024x1024"); }),
+              "shape '1024x1024' for operator 'matmul' has 2 values, but the operator takes 3: "
+              "MxNxK (e.g. 1024x1024x1024)");
+    EXPECT_EQ(error_of([&] { parse_shape(op, "10x0x10"); }),
+              "shape '10x0x10' for operator 'matmul': '0' is not a positive integer below 2^31; "
+              "write MxNxK (e.g. 1024x1024x1024)");
+    EXPECT_EQ(error_of([&] { parse_shape(op, "10xax10"); }),
+              "shape '10xax10' for operator 'matmul': 'a' is not a positive integer below 2^31; "
+              "write MxNxK (e.g. 1024x1024x1024)");
+    EXPECT_EQ(error_of([&] { parse_shape(op, "10x99999999999x10"); }),
+              "shape '10x99999999999x10' for operator 'matmul': '99999999999' is not a positive "
+              "integer below 2^31; write MxNxK (e.g. 1024x1024x1024)");
+    EXPECT_EQ(error_of([&] { parse_shape(op, "10x10x"); }),
+              "shape '10x10x' for operator 'matmul': '' is not a positive integer below 2^31; "
+              "write MxNxK (e.g. 1024x1024x1024)");
+}
+
+TEST(OperatorErrors, MakeRejectsAShapeTooSmallForTheOperator) {
+    const Operator &op = find_operator("harris");
+    EXPECT_EQ(error_of([&] {
+                  op.make({4, 10});
+              }),
+              "operator 'harris': W = 4 is out of range; it must be at least 5 and below 2^31");
+}
+
+TEST(MaxRelativeError, ComparesRelativelyAboveOneAndAbsolutelyBelow) {
+    Buffer<float> a({3}), b({3});
+    a(0) = 1.f, a(1) = 200.f, a(2) = 0.5f;
+    b(0) = 1.f, b(1) = 100.f, b(2) = 0.25f;
+    EXPECT_DOUBLE_EQ(max_relative_error(a, b), 1.0);
+    b(1) = 200.f;
+    EXPECT_DOUBLE_EQ(max_relative_error(a, b), 0.25);
+    Buffer<float> c({4});
+    EXPECT_EQ(max_relative_error(a, c), std::numeric_limits<double>::infinity());
+    Buffer<int> d({3});
+    EXPECT_EQ(max_relative_error(a, d), std::numeric_limits<double>::infinity());
+    a(2) = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_EQ(max_relative_error(a, b), std::numeric_limits<double>::infinity());
+}
+
+} // namespace
+} // namespace kiln::apps
