@@ -1,11 +1,51 @@
 #include "codegen/ObjectEmitter.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include <llvm/Object/ArchiveWriter.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
+
 #include "codegen/CodeGenLLVM.h"
+#include "lang/Error.h"
 
 namespace kiln {
 
+void write_output_file(const std::string &path, const std::string &bytes, const char *what) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out) {
+        runtime_error("cannot write ", what, " to '", path, "': ", std::strerror(errno),
+                      "; check that the directory exists and is writable");
+    }
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+    out.close();
+    if (!out) runtime_error("cannot write ", what, " to '", path, "' (disk full?)");
+}
+
+std::string make_static_library(const std::string &object_code, const std::string &member_name) {
+    llvm::MemoryBufferRef ref(llvm::StringRef(object_code.data(), object_code.size()), member_name);
+    std::vector<llvm::NewArchiveMember> members;
+    members.emplace_back(ref);
+    auto archive = llvm::writeArchiveToBuffer(members, llvm::SymtabWritingMode::NormalSymtab,
+                                              llvm::object::Archive::K_GNU,
+                                              /*Deterministic=*/true, /*Thin=*/false);
+    if (!archive) {
+        std::string message = llvm::toString(archive.takeError());
+        internal_error("cannot make a static library of '", member_name, "': ", message);
+    }
+    return std::string((*archive)->getBufferStart(), (*archive)->getBufferSize());
+}
+
 void compile_to_object(const LoweredFunc &f, const Target &t, const std::string &path) {
     compile_to_llvm_module(f, t).write_object(path);
+}
+
+void compile_to_static_library(const LoweredFunc &f, const Target &t, const std::string &path) {
+    std::string object = compile_to_llvm_module(f, t).object_code();
+    write_output_file(path, make_static_library(object, f.name + ".o"), "a static library");
 }
 
 void compile_to_assembly(const LoweredFunc &f, const Target &t, const std::string &path) {

@@ -17,6 +17,7 @@
 namespace kiln {
 
 class JITModule;
+struct OutputSet;
 
 /// A pipeline compiled in process.
 class CompiledPipeline {
@@ -53,6 +54,23 @@ public:
 
     /// Compiles (or fetches from the JIT cache) for the target.
     CompiledPipeline compile_jit(const Target &target = Target::host()) const;
+
+    /// Ahead-of-time compilation (codegen/AOT.h, defined in codegen/AOT.cpp): lowers under the
+    /// entry-point name function_name (a C identifier) and writes each file of the set. The
+    /// entry point takes the inputs (ImageParams and Params, by name) in argument_order, then the
+    /// outputs; with no order, buffer inputs in the order the lowered code first uses them, then
+    /// scalar Params sorted by name.
+    void compile_to(const OutputSet &outputs, const std::string &function_name,
+                    const Target &target = Target::host(),
+                    const std::vector<std::string> &argument_order = {}) const;
+    /// dir/function_name.a and dir/function_name.h, for linking into a C or C++ program.
+    void compile_to_static_library(const std::string &dir, const std::string &function_name,
+                                   const Target &target = Target::host(),
+                                   const std::vector<std::string> &argument_order = {}) const;
+    /// dir/function_name.o and dir/function_name.h.
+    void compile_to_file(const std::string &dir, const std::string &function_name,
+                         const Target &target = Target::host(),
+                         const std::vector<std::string> &argument_order = {}) const;
 
     /// Compiles if needed and evaluates the single-valued output over [0, extents).
     BufferBase realize(const std::vector<int> &extents,

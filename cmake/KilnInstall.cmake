@@ -1,0 +1,142 @@
+# Installation: `cmake --install <build> --prefix P` puts kiln's static libraries, headers, the
+# generator support and a CMake package in P, so that an outside project can write
+#   find_package(kiln REQUIRED)   # with CMAKE_PREFIX_PATH=P
+#   target_link_libraries(app PRIVATE kiln::kiln)          # the C++ API
+#   kiln_add_kernel(NAME k GENERATOR gen ...)              # ahead-of-time kernels
+# Included at the end of the top-level CMakeLists.txt, once every target exists.
+#
+# What is installed is found from the targets, not listed by hand: every library target of this
+# project that kiln, kiln_generator and kiln_apps link (transitively), each exported as
+# kiln::<name without the kiln_ prefix>, with the headers of its source folder under
+# include/kiln/<folder>. The imported targets they link (LLVM, OpenMP, ...) become
+# find_dependency() calls in kilnConfig.cmake.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(KILN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
+
+function(_kiln_install_closure out_targets out_imported)
+    set(seen)
+    set(imported)
+    set(todo ${ARGN})
+    while(todo)
+        list(POP_FRONT todo t)
+        if(t MATCHES "^\\$<LINK_ONLY:(.+)>$")
+            set(t ${CMAKE_MATCH_1})
+        endif()
+        if(NOT TARGET ${t})
+            continue()
+        endif()
+        get_target_property(aliased ${t} ALIASED_TARGET)
+        if(aliased)
+            set(t ${aliased})
+        endif()
+        get_target_property(is_imported ${t} IMPORTED)
+        if(is_imported)
+            list(APPEND imported ${t})
+            continue()
+        endif()
+        if(t IN_LIST seen)
+            continue()
+        endif()
+        list(APPEND seen ${t})
+        get_target_property(type ${t} TYPE)
+        set(libs)
+        if(NOT type STREQUAL "INTERFACE_LIBRARY")
+            get_target_property(libs ${t} LINK_LIBRARIES)
+        endif()
+        get_target_property(ilibs ${t} INTERFACE_LINK_LIBRARIES)
+        foreach(l IN LISTS libs ilibs)
+            if(l AND NOT l MATCHES "-NOTFOUND$")
+                list(APPEND todo ${l})
+            endif()
+        endforeach()
+    endwhile()
+    list(REMOVE_DUPLICATES imported)
+    set(${out_targets} ${seen} PARENT_SCOPE)
+    set(${out_imported} ${imported} PARENT_SCOPE)
+endfunction()
+
+set(_kiln_roots kiln kiln_generator)
+foreach(t kiln_apps kiln_operator_gen)
+    if(TARGET ${t})
+        list(APPEND _kiln_roots ${t})
+    endif()
+endforeach()
+_kiln_install_closure(_kiln_targets _kiln_imported ${_kiln_roots})
+
+foreach(t IN LISTS _kiln_targets)
+    if(t STREQUAL "kiln")
+        set_target_properties(${t} PROPERTIES EXPORT_NAME kiln)
+    else()
+        string(REGEX REPLACE "^kiln_" "" export_name ${t})
+        set_target_properties(${t} PROPERTIES EXPORT_NAME ${export_name})
+    endif()
+    get_target_property(type ${t} TYPE)
+    if(NOT type STREQUAL "EXECUTABLE")
+        target_include_directories(${t} INTERFACE $<INSTALL_INTERFACE:include/kiln>)
+    endif()
+    # Each library's headers, from its source folder (tools/ has none that users include).
+    get_target_property(dir ${t} SOURCE_DIR)
+    file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${dir})
+    if(rel AND NOT rel STREQUAL "tools" AND NOT type STREQUAL "EXECUTABLE")
+        install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/${rel}
+                COMPONENT kiln FILES_MATCHING PATTERN "*.h" PATTERN "*.def"
+                PATTERN "CMakeFiles" EXCLUDE)
+    endif()
+endforeach()
+install(FILES ${PROJECT_SOURCE_DIR}/kiln.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln)
+
+install(TARGETS ${_kiln_targets} EXPORT kilnTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(EXPORT kilnTargets NAMESPACE kiln:: DESTINATION ${KILN_INSTALL_CMAKEDIR})
+# The command line and the measuring worker it starts (found next to `kiln` in bin/).
+foreach(t kiln-cli kiln-worker)
+    if(TARGET ${t})
+        install(TARGETS ${t} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT kiln)
+    endif()
+endforeach()
+
+# find_dependency() for each imported target the installed targets link.
+set(KILN_CONFIG_DEPENDENCIES "")
+set(_kiln_packages)
+foreach(t IN LISTS _kiln_imported)
+    if(t MATCHES "^OpenMP::")
+        list(APPEND _kiln_packages "OpenMP")
+    elseif(t MATCHES "^nlohmann_json::")
+        list(APPEND _kiln_packages "nlohmann_json 3")
+    elseif(t MATCHES "^SQLite::")
+        list(APPEND _kiln_packages "SQLite3")
+    elseif(t MATCHES "^dlpack::")
+        list(APPEND _kiln_packages "dlpack CONFIG")
+    elseif(t MATCHES "^CLI11::")
+        list(APPEND _kiln_packages "CLI11 CONFIG")
+    elseif(t MATCHES "^CUDA::")
+        list(APPEND _kiln_packages "CUDAToolkit")
+    elseif(t MATCHES "^OpenCL::")
+        list(APPEND _kiln_packages "OpenCL")
+    elseif(t MATCHES "^Threads::")
+        list(APPEND _kiln_packages "Threads")
+    elseif(t MATCHES "^LLVM")
+        list(APPEND _kiln_packages "LLVM ${LLVM_PACKAGE_VERSION} EXACT CONFIG PATHS \"${LLVM_DIR}\" NO_DEFAULT_PATH")
+    else()
+        message(WARNING "kiln install: the installed targets link the imported target '${t}', "
+                        "which kilnConfig.cmake does not know how to find; add it to "
+                        "cmake/KilnInstall.cmake")
+    endif()
+endforeach()
+list(REMOVE_DUPLICATES _kiln_packages)
+foreach(p IN LISTS _kiln_packages)
+    string(APPEND KILN_CONFIG_DEPENDENCIES "find_dependency(${p})\n")
+endforeach()
+
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kilnConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/kilnConfig.cmake
+                              INSTALL_DESTINATION ${KILN_INSTALL_CMAKEDIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
+                                 VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/kilnConfig.cmake ${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/KilnKernel.cmake
+        DESTINATION ${KILN_INSTALL_CMAKEDIR})

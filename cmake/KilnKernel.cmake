@@ -1,0 +1,106 @@
+# kiln_add_kernel: runs a kiln generator at build time and defines a library target for the
+# kernel it writes.
+#
+#   kiln_add_kernel(NAME <name> GENERATOR <generator executable target>
+#                   [GENERATOR_NAME <registered generator>] [FUNCTION_NAME <C function>]
+#                   [TARGET host|<target string>] [PARAMS key=value ...]
+#                   [EMIT assembly llvm_ir object ...])
+#
+# Writes <name>.a, <name>.h, <name>.json and <name>.stmt (plus the EMIT kinds) into
+# ${CMAKE_CURRENT_BINARY_DIR}/<name>.kiln/ and defines the IMPORTED static library target <name>:
+# link it to get the kernel, its header directory, kiln::runtime, OpenMP and libm. The function
+# is called FUNCTION_NAME (default <name>). GENERATOR_NAME may be left out when the executable
+# registers one generator. TARGET defaults to "host" (the machine that builds);
+# "host$<SEMICOLON>fast_math=1" changes one field (write the target string's semicolons as
+# $<SEMICOLON>, since CMake splits lists at ';'). The kernel is regenerated when the generator
+# executable changes.
+include_guard(GLOBAL)
+
+function(kiln_add_kernel)
+    cmake_parse_arguments(ARG "" "NAME;GENERATOR;GENERATOR_NAME;FUNCTION_NAME;TARGET"
+                          "PARAMS;EMIT" ${ARGN})
+    if(ARG_UNPARSED_ARGUMENTS)
+        message(FATAL_ERROR "kiln_add_kernel: unexpected arguments '${ARG_UNPARSED_ARGUMENTS}'; "
+                            "known: NAME GENERATOR GENERATOR_NAME FUNCTION_NAME TARGET PARAMS EMIT")
+    endif()
+    if(NOT ARG_NAME)
+        message(FATAL_ERROR "kiln_add_kernel: NAME is required (the kernel's target and file name)")
+    endif()
+    if(NOT ARG_GENERATOR)
+        message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): GENERATOR is required: an executable "
+                            "target that links kiln::generator")
+    endif()
+    if(NOT TARGET ${ARG_GENERATOR})
+        message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): GENERATOR '${ARG_GENERATOR}' is not a "
+                            "target; define it first with add_executable(... ) and link "
+                            "kiln::generator")
+    endif()
+    if(TARGET ${ARG_NAME})
+        message(FATAL_ERROR "kiln_add_kernel: a target named '${ARG_NAME}' already exists; "
+                            "choose another NAME")
+    endif()
+    if(NOT ARG_FUNCTION_NAME)
+        set(ARG_FUNCTION_NAME ${ARG_NAME})
+    endif()
+    if(NOT ARG_TARGET)
+        set(ARG_TARGET host)
+    endif()
+    if(TARGET kiln::runtime)
+        set(runtime kiln::runtime)
+    else()
+        message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): kiln::runtime is not defined; call "
+                            "find_package(kiln) (or add kiln's source tree) first")
+    endif()
+
+    set(dir ${CMAKE_CURRENT_BINARY_DIR}/${ARG_NAME}.kiln)
+    file(MAKE_DIRECTORY ${dir})
+    set(kinds static_library c_header metadata lowered_stmt ${ARG_EMIT})
+    list(REMOVE_DUPLICATES kinds)
+    set(outputs)
+    foreach(kind IN LISTS kinds)
+        if(kind STREQUAL "object")
+            list(APPEND outputs ${dir}/${ARG_NAME}.o)
+        elseif(kind STREQUAL "static_library")
+            list(APPEND outputs ${dir}/${ARG_NAME}.a)
+        elseif(kind STREQUAL "c_header")
+            list(APPEND outputs ${dir}/${ARG_NAME}.h)
+        elseif(kind STREQUAL "assembly")
+            list(APPEND outputs ${dir}/${ARG_NAME}.s)
+        elseif(kind STREQUAL "llvm_ir")
+            list(APPEND outputs ${dir}/${ARG_NAME}.ll)
+        elseif(kind STREQUAL "lowered_stmt")
+            list(APPEND outputs ${dir}/${ARG_NAME}.stmt)
+        elseif(kind STREQUAL "metadata")
+            list(APPEND outputs ${dir}/${ARG_NAME}.json)
+        else()
+            message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): unknown EMIT kind '${kind}' (known: "
+                                "object static_library c_header assembly llvm_ir lowered_stmt "
+                                "metadata)")
+        endif()
+    endforeach()
+    list(JOIN kinds "," emit)
+
+    set(generator_args)
+    if(ARG_GENERATOR_NAME)
+        set(generator_args -g ${ARG_GENERATOR_NAME})
+    endif()
+    add_custom_command(
+        OUTPUT ${outputs}
+        COMMAND ${ARG_GENERATOR} -o ${dir} -n ${ARG_NAME} -f ${ARG_FUNCTION_NAME}
+                -t "${ARG_TARGET}" -e ${emit} ${generator_args} ${ARG_PARAMS}
+        DEPENDS ${ARG_GENERATOR}
+        COMMENT "kiln: generating kernel ${ARG_NAME} with ${ARG_GENERATOR}"
+        VERBATIM)
+    add_custom_target(${ARG_NAME}_kiln_generate DEPENDS ${outputs})
+
+    add_library(${ARG_NAME} STATIC IMPORTED GLOBAL)
+    set_target_properties(${ARG_NAME} PROPERTIES
+        IMPORTED_LOCATION ${dir}/${ARG_NAME}.a
+        INTERFACE_INCLUDE_DIRECTORIES ${dir})
+    set(libm)
+    if(UNIX AND NOT APPLE)
+        set(libm m)
+    endif()
+    target_link_libraries(${ARG_NAME} INTERFACE ${runtime} ${libm})
+    add_dependencies(${ARG_NAME} ${ARG_NAME}_kiln_generate)
+endfunction()

@@ -1,0 +1,250 @@
+#include "codegen/Generator.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "lang/Error.h"
+
+namespace kiln {
+
+namespace {
+
+struct Registry {
+    std::mutex mutex;
+    std::map<std::string, GeneratorFunction> generators;
+    /// Errors raised while registering at program start, reported by kiln_generator_main.
+    std::vector<std::string> startup_errors;
+};
+
+Registry &registry() {
+    static Registry r;
+    return r;
+}
+
+std::string known_generators() {
+    std::vector<std::string> names = generator_names();
+    if (names.empty()) return "none is registered; define one with KILN_REGISTER_GENERATOR";
+    std::string r = "known: ";
+    for (size_t i = 0; i < names.size(); i++)
+        r += (i ? ", " : "") + names[i];
+    return r;
+}
+
+std::vector<std::string> split(const std::string &text, char sep) {
+    std::vector<std::string> r;
+    size_t start = 0;
+    while (true) {
+        size_t end = text.find(sep, start);
+        r.push_back(text.substr(start, end - start));
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    return r;
+}
+
+const char *usage =
+    "usage: %s -o DIR [-g GENERATOR] [-f FUNCTION] [-n FILE_BASE] [-t TARGET] [-e KINDS] "
+    "[key=value ...]\n"
+    "       %s --list\n"
+    "  -o DIR        where to write the files (created if missing)\n"
+    "  -g GENERATOR  which registered generator to run (optional when there is one)\n"
+    "  -f FUNCTION   the C name of the entry point (default: the generator name)\n"
+    "  -n FILE_BASE  the files' base name (default: the function name)\n"
+    "  -t TARGET     host, host;fast_math=1, or a full target string (default: host)\n"
+    "  -e KINDS      comma-separated: object, static_library, c_header, assembly, llvm_ir,\n"
+    "                lowered_stmt, metadata (default: static_library,c_header,metadata)\n"
+    "  key=value     parameters the generator reads from its GeneratorContext\n";
+
+} // namespace
+
+bool GeneratorContext::has(const std::string &key) const {
+    read.insert(key);
+    return params.count(key) != 0;
+}
+
+std::string GeneratorContext::get(const std::string &key, const std::string &fallback) const {
+    read.insert(key);
+    auto it = params.find(key);
+    return it == params.end() ? fallback : it->second;
+}
+
+int64_t GeneratorContext::get_int(const std::string &key, int64_t fallback) const {
+    if (!has(key)) return fallback;
+    const std::string &v = params.at(key);
+    char *end = nullptr;
+    errno = 0;
+    long long r = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || errno == ERANGE) {
+        user_error("generator parameter '", key, "' must be an integer, got '", v, "'");
+    }
+    return r;
+}
+
+double GeneratorContext::get_float(const std::string &key, double fallback) const {
+    if (!has(key)) return fallback;
+    const std::string &v = params.at(key);
+    char *end = nullptr;
+    double r = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0') {
+        user_error("generator parameter '", key, "' must be a number, got '", v, "'");
+    }
+    return r;
+}
+
+bool GeneratorContext::get_bool(const std::string &key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const std::string &v = params.at(key);
+    if (v == "1" || v == "true" || v == "on") return true;
+    if (v == "0" || v == "false" || v == "off") return false;
+    user_error("generator parameter '", key, "' must be 1/0, true/false or on/off, got '", v, "'");
+}
+
+void GeneratorContext::check_all_used(const std::string &generator_name) const {
+    std::string unused, used;
+    for (const auto &[key, value] : params) {
+        if (!read.count(key)) unused += (unused.empty() ? "'" : ", '") + key + "'";
+    }
+    if (unused.empty()) return;
+    for (const std::string &key : read)
+        used += (used.empty() ? "" : ", ") + key;
+    user_error("generator '", generator_name, "' does not read the parameter(s) ", unused,
+               "; it reads: ", used.empty() ? "no parameters" : used,
+               " (check the spelling in PARAMS)");
+}
+
+void register_generator(const std::string &name, GeneratorFunction fn) {
+    check_c_identifier(name, "generator name");
+    if (!fn) user_error("generator '", name, "' has no function");
+    Registry &r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (!r.generators.emplace(name, std::move(fn)).second) {
+        user_error("generator '", name,
+                   "' is registered twice; give each KILN_REGISTER_GENERATOR its own name");
+    }
+}
+
+GeneratorRegistration::GeneratorRegistration(const char *name, GeneratorFunction fn) {
+    try {
+        register_generator(name, std::move(fn));
+    } catch (const CompileError &e) {
+        // Too early to report (static initialization): kiln_generator_main reports it.
+        Registry &r = registry();
+        std::lock_guard<std::mutex> lock(r.mutex);
+        r.startup_errors.push_back(e.what());
+    }
+}
+
+std::vector<std::string> generator_names() {
+    Registry &r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    std::vector<std::string> names;
+    for (const auto &entry : r.generators)
+        names.push_back(entry.first);
+    return names;
+}
+
+Pipeline run_generator(const std::string &name, GeneratorContext &context) {
+    GeneratorFunction fn;
+    {
+        Registry &r = registry();
+        std::lock_guard<std::mutex> lock(r.mutex);
+        auto it = r.generators.find(name);
+        if (it != r.generators.end()) fn = it->second;
+    }
+    if (!fn) user_error("no generator called '", name, "' (", known_generators(), ")");
+    Pipeline p = fn(context);
+    context.check_all_used(name);
+    return p;
+}
+
+Target parse_target_string(const std::string &text) {
+    if (text.empty() || text == "host") return Target::host();
+    if (text.rfind("host;", 0) == 0) {
+        // Later keys win in Target::from_string, so the overrides replace the host's fields.
+        return Target::from_string(Target::host().to_string() + text.substr(4));
+    }
+    return Target::from_string(text);
+}
+
+int kiln_generator_main(int argc, char **argv) {
+    const char *program = argc > 0 ? argv[0] : "generator";
+    try {
+        {
+            Registry &r = registry();
+            std::lock_guard<std::mutex> lock(r.mutex);
+            if (!r.startup_errors.empty()) {
+                for (const std::string &e : r.startup_errors) {
+                    std::fprintf(stderr, "%s: error: %s\n", program, e.c_str());
+                }
+                return 1;
+            }
+        }
+        std::string out_dir, generator, function, file_base, target = "host";
+        std::string emit = "static_library,c_header,metadata";
+        std::map<std::string, std::string> params;
+        for (int i = 1; i < argc; i++) {
+            std::string a = argv[i];
+            if (a == "--list") {
+                for (const std::string &n : generator_names())
+                    std::printf("%s\n", n.c_str());
+                return 0;
+            }
+            if (a == "-h" || a == "--help") {
+                std::printf(usage, program, program);
+                return 0;
+            }
+            if (a == "-o" || a == "-g" || a == "-f" || a == "-n" || a == "-t" || a == "-e") {
+                if (i + 1 >= argc) user_error("option ", a, " needs a value");
+                std::string v = argv[++i];
+                if (a == "-o") out_dir = v;
+                if (a == "-g") generator = v;
+                if (a == "-f") function = v;
+                if (a == "-n") file_base = v;
+                if (a == "-t") target = v;
+                if (a == "-e") emit = v;
+                continue;
+            }
+            size_t eq = a.find('=');
+            if (eq == std::string::npos || eq == 0 || a[0] == '-') {
+                user_error("unexpected argument '", a,
+                           "'; expected an option (-o, -g, -f, -n, -t, -e) or key=value");
+            }
+            std::string key = a.substr(0, eq);
+            if (params.count(key)) user_error("generator parameter '", key, "' is given twice");
+            params[key] = a.substr(eq + 1);
+        }
+        if (out_dir.empty()) user_error("no output directory; pass -o DIR");
+        if (generator.empty()) {
+            std::vector<std::string> names = generator_names();
+            if (names.size() != 1) {
+                user_error("this program registers ", names.size(),
+                           " generators; choose one with -g (GENERATOR_NAME in kiln_add_kernel) (",
+                           known_generators(), ")");
+            }
+            generator = names[0];
+        }
+        if (function.empty()) function = generator;
+        if (file_base.empty()) file_base = function;
+        check_c_identifier(function, "function name");
+        std::vector<OutputKind> kinds;
+        for (const std::string &k : split(emit, ',')) {
+            OutputKind kind = parse_output_kind(k);
+            if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+        }
+        GeneratorContext context(parse_target_string(target), params);
+        Pipeline p = run_generator(generator, context);
+        p.compile_to(OutputSet::in_directory(out_dir, file_base, kinds), function, context.target(),
+                     context.argument_order());
+        return 0;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+        std::fprintf(stderr, "run '%s --help' for the options\n", program);
+        return 1;
+    }
+}
+
+} // namespace kiln

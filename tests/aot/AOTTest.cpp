@@ -1,0 +1,501 @@
+// Ahead-of-time compilation: the files a pipeline compiles to, a C program built against them
+// with the system C compiler and only libkiln_runtime.a, the generator driver and its errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "codegen/AOT.h"
+#include "codegen/Generator.h"
+#include "codegen/ObjectEmitter.h"
+#include "kiln.h"
+
+using namespace kiln;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A fresh directory per test, removed at the end.
+class TempDir {
+public:
+    TempDir() {
+        const ::testing::TestInfo *info = ::testing::UnitTest::GetInstance()->current_test_info();
+        path = fs::temp_directory_path() /
+               ("kiln_aot_" + std::to_string(getpid()) + "_" + info->name());
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() { fs::remove_all(path); }
+    std::string operator/(const std::string &name) const { return (path / name).string(); }
+    fs::path path;
+};
+
+struct CommandResult {
+    int status = -1;
+    std::string output; ///< stdout and stderr together
+};
+
+CommandResult run_command(const std::string &command) {
+    CommandResult r;
+    FILE *p = popen((command + " 2>&1").c_str(), "r");
+    if (!p) return r;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+        r.output.append(buf.data(), n);
+    int status = pclose(p);
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+std::string read_file(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+void write_file(const std::string &path, const std::string &text) {
+    std::ofstream out(path);
+    out << text;
+}
+
+/// out(x, y) = select(b_flip, -in(x, y), in(x, y)) * a_gain + c_bias, rows in parallel. The
+/// scalar names sort in the order they are used, so the argument order is unambiguous.
+Pipeline scale_pipeline() {
+    ImageParam in(Float(32), 2, "in");
+    Param<float> gain("a_gain");
+    Param<bool> flip("b_flip");
+    Param<uint8_t> bias("c_bias");
+    Func out("out");
+    Var x("x"), y("y");
+    out(x, y) = select(flip, -in(x, y), in(x, y)) * gain + cast<float>(bias);
+    out.parallel(y).vectorize(x, 4);
+    return out;
+}
+
+const char *scale_signature = "int aot_scale(kiln_buffer_t *in, float a_gain, bool b_flip, "
+                              "uint8_t c_bias, kiln_buffer_t *out)";
+
+/// Compiles and links a C99 program against a generated kernel with the system C compiler, the
+/// way a user without CMake would; returns the compiler's result.
+CommandResult build_c_program(const TempDir &dir, const std::string &source_name,
+                              const std::string &library, const std::string &exe) {
+    std::string command =
+        std::string(KILN_TEST_CC) + " -std=c99 -pedantic -Wall -Wextra -Werror -I" +
+        dir.path.string() + " -I" KILN_TEST_RUNTIME_INCLUDE_DIR " " + dir / source_name + " " +
+        library + " " KILN_TEST_RUNTIME_LIBRARY " " KILN_TEST_LINK_FLAGS " -fopenmp -lm -o " + exe;
+    return run_command(command);
+}
+
+const char *scale_program = R"(#include <stdio.h>
+#include <string.h>
+#include "aot_scale.h"
+
+static kiln_buffer_t describe(void *data, kiln_dimension_t dim[2], int w, int h, int code) {
+    kiln_buffer_t b;
+    memset(&b, 0, sizeof(b));
+    dim[0].min = 0; dim[0].extent = w; dim[0].stride = 1; dim[0].flags = 0;
+    dim[1].min = 0; dim[1].extent = h; dim[1].stride = w; dim[1].flags = 0;
+    b.host = (uint8_t *)data;
+    b.type.code = (uint8_t)code;
+    b.type.bits = 32;
+    b.type.lanes = 1;
+    b.dimensions = 2;
+    b.dim = dim;
+    return b;
+}
+
+int main(void) {
+    enum { W = 23, H = 9 };
+    static float in[W * H], out[W * H];
+    kiln_dimension_t din[2], dout[2];
+    kiln_buffer_t bin, bout;
+    int i, code, wrong = 0;
+    for (i = 0; i < W * H; i++) in[i] = (float)i * 0.25f;
+    bin = describe(in, din, W, H, kiln_type_float);
+    bout = describe(out, dout, W, H, kiln_type_float);
+    code = aot_scale(&bin, 2.0f, true, 3, &bout);
+    for (i = 0; i < W * H; i++) wrong += out[i] != -in[i] * 2.0f + 3.0f;
+    printf("run: %d wrong: %d\n", code, wrong);
+
+    /* An input with fewer rows than the output needs. */
+    bin = describe(in, din, W, H - 1, kiln_type_float);
+    code = aot_scale(&bin, 2.0f, false, 3, &bout);
+    printf("short input: %s: %s\n", kiln_error_code_name(code), kiln_last_error_message());
+
+    /* An int32 buffer where float32 is expected. */
+    bin = describe(in, din, W, H, kiln_type_int);
+    code = aot_scale(&bin, 2.0f, false, 3, &bout);
+    printf("wrong type: %s: %s\n", kiln_error_code_name(code), kiln_last_error_message());
+
+    code = aot_scale(NULL, 2.0f, false, 3, &bout);
+    printf("null: %s\n", kiln_error_code_name(code));
+    return 0;
+}
+)";
+
+} // namespace
+
+TEST(AOT, CompileToWritesEveryOutputKind) {
+    TempDir dir;
+    scale_pipeline().compile_to(OutputSet::in_directory(dir.path.string(), "aot_scale"),
+                                "aot_scale");
+    for (OutputKind k : all_output_kinds()) {
+        std::string path = dir / ("aot_scale" + output_suffix(k));
+        ASSERT_TRUE(fs::exists(path)) << path;
+        EXPECT_GT(fs::file_size(path), 0u) << path;
+    }
+    std::string header = read_file(dir / "aot_scale.h");
+    EXPECT_THAT(header, HasSubstr(std::string(scale_signature) + ";"));
+    EXPECT_THAT(header, HasSubstr("int aot_scale_argv(void **args);"));
+    EXPECT_THAT(header, HasSubstr("#include \"kiln_runtime.h\""));
+    std::string json = read_file(dir / "aot_scale.json");
+    EXPECT_THAT(json, HasSubstr("\"name\": \"aot_scale\""));
+    EXPECT_THAT(json, HasSubstr("{\"name\": \"b_flip\", \"c_name\": \"b_flip\", \"kind\": "
+                                "\"scalar\", \"direction\": \"input\", \"type\": \"bool\""));
+    EXPECT_THAT(json, HasSubstr("{\"name\": \"out\", \"c_name\": \"out\", \"kind\": \"buffer\", "
+                                "\"direction\": \"output\", \"type\": \"float32\", "
+                                "\"dimensions\": 2}"));
+    EXPECT_THAT(read_file(dir / "aot_scale.stmt"), HasSubstr("produce out"));
+    EXPECT_THAT(read_file(dir / "aot_scale.ll"), HasSubstr("@aot_scale("));
+    EXPECT_THAT(read_file(dir / "aot_scale.s"), HasSubstr("aot_scale:"));
+    // The static library is an ar archive holding the object.
+    EXPECT_EQ(read_file(dir / "aot_scale.a").substr(0, 8), "!<arch>\n");
+    EXPECT_EQ(read_file(dir / "aot_scale.o").substr(0, 4), "\x7f"
+                                                           "ELF");
+}
+
+TEST(AOT, PlainCProgramLinksTheKernelAndTheRuntimeOnly) {
+    TempDir dir;
+    scale_pipeline().compile_to_static_library(dir.path.string(), "aot_scale");
+    write_file(dir / "main.c", scale_program);
+    CommandResult build = build_c_program(dir, "main.c", dir / "aot_scale.a", dir / "main");
+    ASSERT_EQ(build.status, 0) << build.output;
+    CommandResult run = run_command(dir / "main");
+    ASSERT_EQ(run.status, 0) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("run: 0 wrong: 0"));
+    // Wrong buffers are error codes with messages naming the buffer, not crashes.
+    EXPECT_THAT(run.output, HasSubstr("short input: kiln_error_access_out_of_bounds: buffer 'in' "
+                                      "dimension 1"));
+    EXPECT_THAT(run.output, HasSubstr("wrong type: kiln_error_bad_type:"));
+    EXPECT_THAT(run.output, HasSubstr("null: kiln_error_buffer_argument_null"));
+}
+
+TEST(AOT, HeaderCompilesAsC99AndCxx) {
+    TempDir dir;
+    scale_pipeline().compile_to(
+        OutputSet::in_directory(dir.path.string(), "aot_scale", {OutputKind::CHeader}),
+        "aot_scale");
+    write_file(dir / "only_header.c", "#include \"aot_scale.h\"\nint main(void) { return 0; }\n");
+    write_file(dir / "only_header.cpp",
+               "#include \"aot_scale.h\"\nint main() { return aot_scale(nullptr, 1.f, true, 2, "
+               "nullptr); }\n");
+    std::string includes = " -I" + dir.path.string() + " -I" KILN_TEST_RUNTIME_INCLUDE_DIR " ";
+    CommandResult c = run_command(std::string(KILN_TEST_CC) +
+                                  " -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only" +
+                                  includes + dir / "only_header.c");
+    EXPECT_EQ(c.status, 0) << c.output;
+    CommandResult cxx = run_command(std::string(KILN_TEST_CXX) +
+                                    " -std=c++11 -pedantic -Wall -Wextra -Werror -fsyntax-only" +
+                                    includes + dir / "only_header.cpp");
+    EXPECT_EQ(cxx.status, 0) << cxx.output;
+}
+
+TEST(AOT, LibrariesHoldNoLLVMAndTheKernelExportsOnlyItsEntryPoints) {
+    TempDir dir;
+    scale_pipeline().compile_to_static_library(dir.path.string(), "aot_scale");
+    CommandResult kernel = run_command(KILN_TEST_NM " -g --defined-only " + dir / "aot_scale.a");
+    ASSERT_EQ(kernel.status, 0) << kernel.output;
+    std::vector<std::string> symbols;
+    std::istringstream lines(kernel.output);
+    for (std::string line; std::getline(lines, line);) {
+        std::istringstream words(line);
+        std::string address, kind, name;
+        if (words >> address >> kind >> name) symbols.push_back(name);
+    }
+    std::sort(symbols.begin(), symbols.end());
+    EXPECT_EQ(symbols, (std::vector<std::string>{"aot_scale", "aot_scale_argv"}));
+    // The kernel needs the runtime, not LLVM; the runtime itself holds no LLVM either.
+    CommandResult undefined = run_command(KILN_TEST_NM " -u " + dir / "aot_scale.a");
+    EXPECT_THAT(undefined.output, ::testing::Not(HasSubstr("llvm")));
+    CommandResult runtime = run_command(KILN_TEST_NM " -C " KILN_TEST_RUNTIME_LIBRARY);
+    ASSERT_EQ(runtime.status, 0) << runtime.output;
+    EXPECT_THAT(runtime.output, HasSubstr("kiln_parallel_for"));
+    EXPECT_THAT(runtime.output, ::testing::Not(HasSubstr("llvm")));
+    EXPECT_THAT(runtime.output, ::testing::Not(HasSubstr("LLVM")));
+    // Nor the C++ library: a C program links it with libc, libm and OpenMP alone.
+    CommandResult runtime_undefined = run_command(KILN_TEST_NM " -u " KILN_TEST_RUNTIME_LIBRARY);
+    ASSERT_EQ(runtime_undefined.status, 0) << runtime_undefined.output;
+    for (const char *cxx_symbol : {" _Z", "__cxa_", "__gxx_", "_Unwind_"})
+        EXPECT_THAT(runtime_undefined.output, ::testing::Not(HasSubstr(cxx_symbol)));
+}
+
+TEST(AOT, StaticLibraryIsDeterministic) {
+    TempDir dir;
+    Pipeline p = scale_pipeline();
+    p.compile_to(
+        OutputSet::in_directory((dir.path / "a").string(), "k", {OutputKind::StaticLibrary}), "k");
+    p.compile_to(
+        OutputSet::in_directory((dir.path / "b").string(), "k", {OutputKind::StaticLibrary}), "k");
+    EXPECT_EQ(read_file(dir / "a/k.a"), read_file(dir / "b/k.a"));
+}
+
+TEST(AOT, ArgumentNamesBecomeCIdentifiers) {
+    EXPECT_EQ(c_argument_name("in.buf$1"), "in_buf_1");
+    EXPECT_EQ(c_argument_name("2d"), "_2d");
+    EXPECT_EQ(c_argument_name("int"), "_int");
+    // Two arguments that sanitize to the same name stay distinct.
+    ImageParam a(Float(32), 1, "a.b"), b(Float(32), 1, "a_b");
+    Func f("f");
+    Var x("x");
+    f(x) = a(x) + b(x);
+    EXPECT_THAT(c_signature(Pipeline(f).lower("k")),
+                HasSubstr("kiln_buffer_t *a_b, kiln_buffer_t *a_b_2, kiln_buffer_t *f"));
+}
+
+TEST(AOT, ArgumentOrderIsTheOneGiven) {
+    Pipeline p = scale_pipeline();
+    LoweredFunc f = p.lower("k");
+    EXPECT_EQ(c_signature(with_argument_order(f, {"c_bias", "in", "a_gain", "b_flip"})),
+              "int k(uint8_t c_bias, kiln_buffer_t *in, float a_gain, bool b_flip, "
+              "kiln_buffer_t *out)");
+    auto message = [&](const std::vector<std::string> &order) {
+        try {
+            with_argument_order(f, order);
+        } catch (const CompileError &e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(message({"in", "a_gain", "b_flip", "c_bias", "gain"}),
+              "argument order of 'k': 'gain' is not an input of the pipeline (inputs: in, a_gain, "
+              "b_flip, c_bias)");
+    EXPECT_EQ(message({"in", "in"}), "argument order of 'k': 'in' is given twice");
+    EXPECT_EQ(message({"in", "a_gain", "b_flip"}),
+              "argument order of 'k' leaves out the input 'c_bias' (inputs: in, a_gain, b_flip, "
+              "c_bias)");
+    EXPECT_EQ(message({"out", "in", "a_gain", "b_flip", "c_bias"}),
+              "argument order of 'k': 'out' is not an input of the pipeline (inputs: in, a_gain, "
+              "b_flip, c_bias)");
+}
+
+TEST(AOT, BadFunctionNamesAreCompileErrors) {
+    Pipeline p = scale_pipeline();
+    TempDir dir;
+    try {
+        p.compile_to_static_library(dir.path.string(), "my-kernel");
+        FAIL() << "expected a CompileError";
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(), "function name 'my-kernel' is not a C identifier; use letters, "
+                               "digits and '_', not starting with a digit");
+    }
+    try {
+        p.compile_to_static_library(dir.path.string(), "double");
+        FAIL() << "expected a CompileError";
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(), "function name 'double' is a C or C++ keyword; choose another name");
+    }
+    EXPECT_TRUE(fs::is_empty(dir.path)); // nothing written
+}
+
+TEST(AOT, ScalarsWithoutACTypeAreCompileErrors) {
+    ImageParam in(Float(32), 1, "in");
+    Func f("f");
+    Var x("x");
+    f(x) = in(x);
+    // float16 buffers are fine; a float16 scalar has no C type.
+    LoweredFunc lowered = Pipeline(f).lower("k");
+    lowered.args.push_back(lowered.args.back());
+    lowered.args.back().name = "h";
+    lowered.args.back().kind = LoweredArgument::Scalar;
+    lowered.args.back().type = Float(16);
+    try {
+        c_signature(lowered);
+        FAIL() << "expected a CompileError";
+    } catch (const CompileError &e) {
+        EXPECT_THAT(e.what(), HasSubstr("param 'h' has type float16, which has no C type for an "
+                                        "ahead-of-time entry point"));
+    }
+}
+
+TEST(AOT, UnknownOutputKindAndUnwritablePathAreErrors) {
+    try {
+        parse_output_kind("shared_library");
+        FAIL() << "expected a CompileError";
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(), "unknown output kind 'shared_library' (known: object, "
+                               "static_library, c_header, assembly, llvm_ir, lowered_stmt, "
+                               "metadata)");
+    }
+    EXPECT_EQ(parse_output_kind("llvm_ir"), OutputKind::LLVMIR);
+    TempDir dir;
+    write_file(dir / "file", "a file, not a directory");
+    try {
+        scale_pipeline().compile_to_static_library(dir / "file", "k");
+        FAIL() << "expected a RuntimeError";
+    } catch (const RuntimeError &e) {
+        EXPECT_THAT(e.what(), HasSubstr("cannot create the output directory '" + dir / "file"));
+    }
+    try {
+        OutputSet().path(OutputKind::Object);
+        FAIL() << "expected a CompileError";
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(), "the output set has no path for object");
+    }
+}
+
+// ---- Generators ---------------------------------------------------------------------------------
+
+KILN_REGISTER_GENERATOR(aot_test_scale, [](GeneratorContext &ctx) -> Pipeline {
+    ImageParam in(Float(32), 1, "in");
+    Func out("out");
+    Var x("x");
+    out(x) = in(x) * float(ctx.get_float("factor", 2.0)) + float(ctx.get_int("offset", 0));
+    if (ctx.get_bool("vectorize", true)) out.vectorize(x, 4);
+    return out;
+});
+
+TEST(AOTGenerator, MainWritesTheRequestedFiles) {
+    TempDir dir;
+    std::string out = dir.path.string();
+    std::vector<std::string> args = {"gen",
+                                     "-g",
+                                     "aot_test_scale",
+                                     "-o",
+                                     out,
+                                     "-f",
+                                     "scale_fn",
+                                     "-n",
+                                     "lib",
+                                     "-e",
+                                     "static_library,c_header,lowered_stmt",
+                                     "factor=0.5",
+                                     "offset=3",
+                                     "-t",
+                                     "host;fast_math=1"};
+    std::vector<char *> argv;
+    for (std::string &a : args)
+        argv.push_back(a.data());
+    ASSERT_EQ(kiln_generator_main(int(argv.size()), argv.data()), 0);
+    EXPECT_TRUE(fs::exists(dir / "lib.a"));
+    EXPECT_THAT(read_file(dir / "lib.h"),
+                HasSubstr("int scale_fn(kiln_buffer_t *in, kiln_buffer_t *out);"));
+    EXPECT_THAT(read_file(dir / "lib.h"), HasSubstr("fast_math=1"));
+    EXPECT_THAT(read_file(dir / "lib.stmt"), HasSubstr("0.5"));
+    EXPECT_FALSE(fs::exists(dir / "lib.json"));
+}
+
+TEST(AOTGenerator, ParametersThatAreNeverReadAreErrors) {
+    GeneratorContext ctx(Target::host(), {{"factr", "3"}, {"offset", "1"}});
+    try {
+        run_generator("aot_test_scale", ctx);
+        FAIL() << "expected a CompileError";
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(), "generator 'aot_test_scale' does not read the parameter(s) "
+                               "'factr'; it reads: factor, offset, vectorize (check the "
+                               "spelling in PARAMS)");
+    }
+}
+
+TEST(AOTGenerator, BadParameterValuesAreErrors) {
+    GeneratorContext ctx(Target::host(), {{"offset", "3x"}, {"factor", "y"}, {"vectorize", "2"}});
+    try {
+        ctx.get_int("offset", 0);
+        FAIL();
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(), "generator parameter 'offset' must be an integer, got '3x'");
+    }
+    try {
+        ctx.get_float("factor", 0);
+        FAIL();
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(), "generator parameter 'factor' must be a number, got 'y'");
+    }
+    try {
+        ctx.get_bool("vectorize", false);
+        FAIL();
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(),
+                     "generator parameter 'vectorize' must be 1/0, true/false or on/off, got '2'");
+    }
+    EXPECT_EQ(ctx.get("missing", "fallback"), "fallback");
+}
+
+TEST(AOTGenerator, UnknownAndDuplicateGeneratorsAreErrors) {
+    GeneratorContext ctx(Target::host(), {});
+    try {
+        run_generator("no_such_generator", ctx);
+        FAIL();
+    } catch (const CompileError &e) {
+        EXPECT_THAT(e.what(), HasSubstr("no generator called 'no_such_generator' (known: "));
+        EXPECT_THAT(e.what(), HasSubstr("aot_test_scale"));
+    }
+    try {
+        register_generator("aot_test_scale", [](GeneratorContext &) -> Pipeline {
+            return Pipeline(std::vector<Func>{});
+        });
+        FAIL();
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(), "generator 'aot_test_scale' is registered twice; give each "
+                               "KILN_REGISTER_GENERATOR its own name");
+    }
+}
+
+TEST(AOTGenerator, CommandLineErrorsReturnOneWithAMessage) {
+    std::vector<std::string> args = {"gen", "-g", "aot_test_scale", "factor=2"};
+    std::vector<char *> argv;
+    for (std::string &a : args)
+        argv.push_back(a.data());
+    ::testing::internal::CaptureStderr();
+    int code = kiln_generator_main(int(argv.size()), argv.data());
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(code, 1);
+    EXPECT_THAT(err, HasSubstr("gen: error: no output directory; pass -o DIR"));
+
+    std::vector<std::string> args2 = {"gen", "-o", "/tmp", "--bogus"};
+    argv.clear();
+    for (std::string &a : args2)
+        argv.push_back(a.data());
+    ::testing::internal::CaptureStderr();
+    code = kiln_generator_main(int(argv.size()), argv.data());
+    err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(code, 1);
+    EXPECT_THAT(err, HasSubstr("unexpected argument '--bogus'"));
+}
+
+TEST(AOTGenerator, TargetStrings) {
+    Target host = Target::host();
+    EXPECT_EQ(parse_target_string("host"), host);
+    Target fast = parse_target_string("host;fast_math=1");
+    EXPECT_TRUE(fast.fast_math);
+    EXPECT_EQ(fast.triple, host.triple);
+    EXPECT_EQ(fast.features, host.features);
+    EXPECT_EQ(parse_target_string(host.to_string()), host);
+    EXPECT_THROW(parse_target_string("host;speed=11"), CompileError);
+}
+
+#ifdef KILN_TEST_OPERATOR_GEN
+// The generator for the built-in operators (tools/kiln_operator_gen.cpp) compiles matmul.
+TEST(AOTGenerator, OperatorGeneratorCompilesMatmul) {
+    TempDir dir;
+    CommandResult r = run_command(std::string(KILN_TEST_OPERATOR_GEN) + " -o " + dir.path.string() +
+                                  " -f mm op=matmul shape=64x48x32");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_THAT(read_file(dir / "mm.h"),
+                HasSubstr("int mm(kiln_buffer_t *A, kiln_buffer_t *B, kiln_buffer_t *C);"));
+    CommandResult bad = run_command(std::string(KILN_TEST_OPERATOR_GEN) + " -o " +
+                                    dir.path.string() + " op=matmul shape=64x48x32 tile=3");
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_THAT(bad.output, HasSubstr("does not read the parameter(s) 'tile'"));
+}
+#endif
