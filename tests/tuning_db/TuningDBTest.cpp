@@ -1,0 +1,547 @@
+#include "tuning_db/TuningDB.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <fstream>
+
+#include "lang/Error.h"
+#include "tests/tuning_db/TestDb.h"
+
+namespace kiln::tuning_db {
+namespace {
+
+using test::failed_measurement;
+using test::ok_measurement;
+using test::ScratchDir;
+using test::test_config;
+using test::test_target;
+using test::test_workload;
+
+/// Runs SQL on the file directly, as another tool (or an older kiln) would.
+void raw_sql(const std::string &path, const std::string &sql) {
+    sqlite3 *db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char *err = nullptr;
+    int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+    std::string msg = err ? err : "";
+    sqlite3_free(err);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << msg;
+}
+
+int64_t raw_count(const std::string &path, const std::string &sql) {
+    sqlite3 *db = nullptr;
+    sqlite3_open(path.c_str(), &db);
+    sqlite3_stmt *s = nullptr;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        n = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return n;
+}
+
+/// The message of the RuntimeError that f raises ("" when it raises nothing).
+template <typename F>
+std::string error_of(F &&f) {
+    try {
+        f();
+    } catch (const RuntimeError &e) {
+        return e.what();
+    }
+    return "";
+}
+
+#define EXPECT_CONTAINS(text, part)                                                                \
+    EXPECT_NE(std::string(text).find(part), std::string::npos)                                     \
+        << "  text: " << (text) << "\n  expected to contain: " << (part)
+
+TEST(TuningDB, CreatesTheSchemaInWalModeWithTheCurrentVersion) {
+    ScratchDir dir;
+    std::string path = dir.file("sub/dir/kiln.db"); // parent directories are created
+    { Database db = Database::open(path); }
+    EXPECT_EQ(raw_count(path, "SELECT max(version) FROM schema_version"), Database::schema_version);
+    for (const char *table : {"targets", "workloads", "configs", "measurements", "tuning_runs"}) {
+        EXPECT_EQ(raw_count(path, std::string("SELECT count(*) FROM sqlite_master WHERE type = "
+                                              "'table' AND name = '") +
+                                      table + "'"),
+                  1)
+            << table;
+    }
+    EXPECT_GE(raw_count(path, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+                              "name LIKE 'measurements_%'"),
+              3);
+    sqlite3 *db = nullptr;
+    sqlite3_open(path.c_str(), &db);
+    sqlite3_stmt *s = nullptr;
+    sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, nullptr);
+    ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
+    EXPECT_STREQ(reinterpret_cast<const char *>(sqlite3_column_text(s, 0)), "wal");
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    // Opening again keeps everything (no second schema).
+    Database again = Database::open(path);
+    EXPECT_EQ(again.integrity_check(), "ok");
+}
+
+TEST(TuningDB, RefusesANewerSchemaVersionNamingFileAndVersions) {
+    ScratchDir dir;
+    std::string path = dir.file("kiln.db");
+    { Database db = Database::open(path); }
+    raw_sql(path, "UPDATE schema_version SET version = 99");
+    std::string msg = error_of([&] { Database::open(path); });
+    EXPECT_CONTAINS(msg, "tuning database '" + path + "'");
+    EXPECT_CONTAINS(msg, "schema version 99 is newer than version " +
+                             std::to_string(Database::schema_version) +
+                             " that this build of kiln supports");
+    EXPECT_CONTAINS(msg, "use a newer kiln");
+}
+
+TEST(TuningDB, MigratesAVersion1DatabaseKeepingItsRows) {
+    ScratchDir dir;
+    std::string path = dir.file("old.db");
+    // The layout schema version 1 wrote: tuning runs without a uuid.
+    raw_sql(path, R"sql(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (1);
+CREATE TABLE targets (id INTEGER PRIMARY KEY, cpu_model TEXT NOT NULL, features TEXT NOT NULL,
+    threads INTEGER NOT NULL, compiler TEXT NOT NULL, UNIQUE (cpu_model, features, threads, compiler));
+CREATE TABLE workloads (id INTEGER PRIMARY KEY, op TEXT NOT NULL, algorithm_hash TEXT NOT NULL,
+    shape TEXT NOT NULL, types TEXT NOT NULL, UNIQUE (op, algorithm_hash, shape, types));
+CREATE TABLE configs (id INTEGER PRIMARY KEY, hash TEXT NOT NULL UNIQUE, config_json TEXT NOT NULL,
+    trace_json TEXT NOT NULL);
+CREATE TABLE tuning_runs (id INTEGER PRIMARY KEY, workload_id INTEGER NOT NULL REFERENCES workloads(id),
+    target_id INTEGER NOT NULL REFERENCES targets(id), strategy TEXT NOT NULL, seed INTEGER NOT NULL,
+    budget_trials INTEGER NOT NULL, budget_seconds REAL NOT NULL, elapsed_s REAL NOT NULL DEFAULT 0,
+    trials_done INTEGER NOT NULL DEFAULT 0, state_json TEXT NOT NULL, started_us INTEGER NOT NULL,
+    updated_us INTEGER NOT NULL, finished_us INTEGER);
+CREATE TABLE measurements (id INTEGER PRIMARY KEY, run_id INTEGER REFERENCES tuning_runs(id),
+    workload_id INTEGER NOT NULL REFERENCES workloads(id), target_id INTEGER NOT NULL REFERENCES targets(id),
+    config_id INTEGER NOT NULL REFERENCES configs(id), status TEXT NOT NULL, times_ms TEXT NOT NULL,
+    median_ms REAL NOT NULL, spread_ms REAL NOT NULL, compile_ms REAL NOT NULL, error TEXT NOT NULL,
+    timestamp_us INTEGER NOT NULL);
+INSERT INTO targets VALUES (1, 'oldcpu', '', 2, 'kiln 0.0.9');
+INSERT INTO workloads VALUES (1, 'blur', '0x1', '640x480', 'float32');
+INSERT INTO configs VALUES (1, 'h1', '{}', '{}');
+INSERT INTO tuning_runs VALUES (1, 1, 1, 'random', 7, 100, 0, 3.5, 2, '{}', 1000, 2000, NULL);
+INSERT INTO measurements VALUES (1, 1, 1, 1, 1, 'ok', '[2.0,2.1]', 2.05, 0.1, 30, '', 1500);
+)sql");
+    Database db = Database::open(path);
+    EXPECT_EQ(raw_count(path, "SELECT max(version) FROM schema_version"), Database::schema_version);
+    std::optional<RunRecord> run = db.run(1);
+    ASSERT_TRUE(run);
+    EXPECT_EQ(run->uuid.size(), 32u); // backfilled
+    EXPECT_EQ(run->strategy, "random");
+    std::optional<BestConfig> best = db.best(1, 1);
+    ASSERT_TRUE(best);
+    EXPECT_DOUBLE_EQ(best->measurement.median_ms, 2.05);
+    EXPECT_EQ(best->measurement.run_uuid, run->uuid);
+    EXPECT_EQ(db.integrity_check(), "ok");
+}
+
+TEST(TuningDB, OpenExistingNamesAMissingFileAndSuggestsTune) {
+    ScratchDir dir;
+    std::string path = dir.file("nothing.db");
+    std::string msg = error_of([&] { Database::open_existing(path); });
+    EXPECT_EQ(msg, "tuning database '" + path +
+                       "' does not exist; run `kiln tune OP` to create it, or pass --db FILE to "
+                       "name an existing one");
+    EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(TuningDB, RefusesAFileThatIsNotSQLite) {
+    ScratchDir dir;
+    std::string path = dir.file("notes.txt");
+    std::ofstream(path) << "these are not the droids you are looking for, and not SQLite either\n";
+    std::string msg = error_of([&] { Database::open(path); });
+    EXPECT_CONTAINS(msg, "tuning database '" + path + "' is not an SQLite database");
+    EXPECT_CONTAINS(msg, "pass another --db file");
+}
+
+TEST(TuningDB, RefusesAnSQLiteDatabaseOfAnotherProgram) {
+    ScratchDir dir;
+    std::string path = dir.file("other.db");
+    raw_sql(path, "CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT)");
+    std::string msg = error_of([&] { Database::open(path); });
+    EXPECT_EQ(msg, "tuning database '" + path +
+                       "': the file is an SQLite database but not a kiln tuning database (it has "
+                       "tables but no schema_version table); pass another --db file");
+}
+
+TEST(TuningDB, KeysAreGetOrCreate) {
+    ScratchDir dir;
+    Database db = Database::open(dir.file("kiln.db"));
+    int64_t t = db.target_id(test_target());
+    EXPECT_EQ(db.target_id(test_target()), t);
+    EXPECT_NE(db.target_id(test_target(8)), t);
+    int64_t w = db.workload_id(test_workload());
+    EXPECT_EQ(db.workload_id(test_workload()), w);
+    EXPECT_NE(db.workload_id(test_workload("matmul", "128x128x128")), w);
+    int64_t c = test_config(db, 1);
+    EXPECT_EQ(test_config(db, 1), c);
+    EXPECT_EQ(db.find_target(test_target()), t);
+    EXPECT_EQ(db.find_workload(test_workload()), w);
+    EXPECT_FALSE(db.find_workload(test_workload("conv")));
+    EXPECT_EQ(db.config(c).hash, "cfg1");
+    EXPECT_EQ(db.target(t).key, test_target());
+    EXPECT_EQ(db.workload(w).key, test_workload());
+}
+
+TEST(TuningDB, RecordsMeasurementsAndFindsTheBestAndTheHistory) {
+    ScratchDir dir;
+    Database db = Database::open(dir.file("kiln.db"));
+    int64_t t = db.target_id(test_target()), w = db.workload_id(test_workload());
+    int64_t run = db.create_run(w, t, "random", 42, 100, 0, "{\"rng\":1}");
+    std::vector<int64_t> c;
+    for (int i = 0; i < 5; i++)
+        c.push_back(test_config(db, i));
+    db.record_measurement(ok_measurement(run, w, t, c[0], 3.0));
+    db.record_measurement(ok_measurement(run, w, t, c[1], 1.5));
+    db.record_measurement(
+        failed_measurement(run, w, t, c[2], Status::crash, "worker died with SIGSEGV"));
+    db.record_measurement(ok_measurement(run, w, t, c[3], 2.0));
+    db.record_measurement(ok_measurement(run, w, t, c[1], 1.7)); // re-measured, slower
+    db.record_measurement(failed_measurement(run, w, t, c[4], Status::timeout, "over 10 s"));
+
+    std::optional<BestConfig> best = db.best(w, t);
+    ASSERT_TRUE(best);
+    EXPECT_EQ(best->config.hash, "cfg1");
+    EXPECT_EQ(best->config.config_json, "{\"tile\":1}");
+    EXPECT_DOUBLE_EQ(best->measurement.median_ms, 1.5);
+    EXPECT_EQ(best->measurement.times_ms, (std::vector<double>{1.5 * 1.01, 1.5, 1.5 * 1.02}));
+    EXPECT_DOUBLE_EQ(best->measurement.compile_ms, 12.5);
+    EXPECT_EQ(best->measurement.run_id, run);
+
+    std::vector<BestConfig> top = db.top_k(w, t, 10);
+    ASSERT_EQ(top.size(), 3u); // one entry per config, failed ones left out
+    EXPECT_EQ(top[0].config.hash, "cfg1");
+    EXPECT_EQ(top[1].config.hash, "cfg3");
+    EXPECT_EQ(top[2].config.hash, "cfg0");
+    EXPECT_EQ(db.top_k(w, t, 2).size(), 2u);
+
+    std::vector<Measurement> h = db.history(w, t);
+    ASSERT_EQ(h.size(), 6u);
+    for (size_t i = 1; i < h.size(); i++)
+        EXPECT_LE(h[i - 1].timestamp_us, h[i].timestamp_us);
+    EXPECT_EQ(h[2].status, Status::crash);
+    EXPECT_EQ(h[2].error, "worker died with SIGSEGV");
+    EXPECT_EQ(h[5].status, Status::timeout);
+
+    // A resumed run skips configs it has: the fastest ok measurement, else the latest failure.
+    std::optional<Measurement> have = db.find_measurement(w, t, "cfg1");
+    ASSERT_TRUE(have);
+    EXPECT_DOUBLE_EQ(have->median_ms, 1.5);
+    EXPECT_EQ(db.find_measurement(w, t, "cfg2")->status, Status::crash);
+    EXPECT_FALSE(db.find_measurement(w, t, "cfg9"));
+    EXPECT_FALSE(db.best(w, db.target_id(test_target(1)))); // nothing on another target
+
+    // Apply-the-best support without creating keys.
+    EXPECT_EQ(db.best_trace_json(test_workload(), test_target()), best->config.trace_json);
+    EXPECT_FALSE(db.best_trace_json(test_workload("conv"), test_target()));
+    EXPECT_FALSE(db.find_workload(test_workload("conv")));
+}
+
+TEST(TuningDB, StatisticsCountStatusesTrialsAndStrategies) {
+    ScratchDir dir;
+    Database db = Database::open(dir.file("kiln.db"));
+    int64_t t = db.target_id(test_target()), w = db.workload_id(test_workload());
+    int64_t w2 = db.workload_id(test_workload("blur", "640x480"));
+    int64_t r1 = db.create_run(w, t, "random", 1, 10, 0, "{}");
+    int64_t r2 = db.create_run(w, t, "annealing", 2, 10, 0, "{}");
+    int64_t r3 = db.create_run(w2, t, "random", 3, 10, 0, "{}");
+    db.record_measurement(ok_measurement(r1, w, t, test_config(db, 1), 4.0));
+    db.record_measurement(ok_measurement(r2, w, t, test_config(db, 2), 2.0));
+    db.record_measurement(
+        failed_measurement(r2, w, t, test_config(db, 3), Status::compile_error, "bad split"));
+    db.record_measurement(ok_measurement(r3, w2, t, test_config(db, 4), 0.5));
+    db.record_measurement(ok_measurement(0, w, t, test_config(db, 5), 9.0)); // outside a run
+    db.update_run_state(r1, "{\"step\":1}", 1, 2.0);
+    db.update_run_state(r2, "{\"step\":2}", 2, 3.0);
+
+    Statistics s = db.statistics({w, t, std::nullopt});
+    EXPECT_EQ(s.measurements, 4);
+    EXPECT_EQ(s.per_status["ok"], 3);
+    EXPECT_EQ(s.per_status["compile_error"], 1);
+    EXPECT_EQ(s.configs, 4);
+    EXPECT_EQ(s.runs, 2);
+    EXPECT_EQ(s.trials, 3);
+    EXPECT_DOUBLE_EQ(*s.best_ms, 2.0);
+    ASSERT_EQ(s.per_strategy.size(), 2u);
+    EXPECT_EQ(s.per_strategy[0].strategy, "annealing");
+    EXPECT_EQ(s.per_strategy[0].measurements, 2);
+    EXPECT_EQ(s.per_strategy[0].trials, 2);
+    EXPECT_DOUBLE_EQ(*s.per_strategy[0].best_ms, 2.0);
+    EXPECT_EQ(s.per_strategy[1].strategy, "random");
+    EXPECT_DOUBLE_EQ(*s.per_strategy[1].best_ms, 4.0);
+
+    Statistics all = db.statistics();
+    EXPECT_EQ(all.measurements, 5);
+    EXPECT_EQ(all.runs, 3);
+    EXPECT_DOUBLE_EQ(*all.best_ms, 0.5);
+    Statistics blur = db.statistics({std::nullopt, std::nullopt, std::string("blur")});
+    EXPECT_EQ(blur.measurements, 1);
+
+    std::vector<WorkloadRecord> ws = db.workloads();
+    ASSERT_EQ(ws.size(), 2u);
+    EXPECT_EQ(ws[0].key.op, "blur"); // sorted by operator
+    EXPECT_EQ(ws[1].measurements, 4);
+    EXPECT_EQ(ws[1].ok_measurements, 3);
+    EXPECT_DOUBLE_EQ(*ws[1].best_ms, 2.0);
+}
+
+TEST(TuningDB, RunsSaveStateForResumeAndTrackProgress) {
+    ScratchDir dir;
+    std::string path = dir.file("kiln.db");
+    int64_t w, t, run;
+    {
+        Database db = Database::open(path);
+        t = db.target_id(test_target());
+        w = db.workload_id(test_workload());
+        run = db.create_run(w, t, "evolutionary", 1234, 50, 600, "{\"population\":[]}");
+        db.record_measurement(
+            failed_measurement(run, w, t, test_config(db, 0), Status::wrong_answer, "off by 1"));
+        db.record_measurement(ok_measurement(run, w, t, test_config(db, 1), 5.0));
+        db.record_measurement(ok_measurement(run, w, t, test_config(db, 2), 6.0));
+        db.record_measurement(ok_measurement(run, w, t, test_config(db, 3), 4.0));
+        db.update_run_state(run, "{\"population\":[1,3]}", 4, 12.5);
+    }
+    Database db = Database::open(path); // as a resumed process would
+    std::optional<RunRecord> r = db.latest_run(w, t, "evolutionary");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->id, run);
+    EXPECT_EQ(r->seed, 1234);
+    EXPECT_EQ(r->budget_trials, 50);
+    EXPECT_DOUBLE_EQ(r->budget_seconds, 600);
+    EXPECT_EQ(r->trials_done, 4);
+    EXPECT_DOUBLE_EQ(r->elapsed_s, 12.5);
+    EXPECT_EQ(r->state_json, "{\"population\":[1,3]}");
+    EXPECT_FALSE(r->finished_us);
+    EXPECT_FALSE(db.latest_run(w, t, "random"));
+
+    std::vector<ProgressPoint> p = db.progress(run);
+    ASSERT_EQ(p.size(), 4u);
+    EXPECT_FALSE(p[0].best_ms);
+    EXPECT_DOUBLE_EQ(*p[1].best_ms, 5.0);
+    EXPECT_DOUBLE_EQ(*p[2].best_ms, 5.0);
+    EXPECT_DOUBLE_EQ(*p[3].best_ms, 4.0);
+    EXPECT_EQ(p[3].trial, 4);
+    EXPECT_GE(p[3].elapsed_s, p[0].elapsed_s);
+    EXPECT_EQ(db.history(w, t, run).size(), 4u);
+
+    db.finish_run(run);
+    EXPECT_TRUE(db.run(run)->finished_us);
+    EXPECT_FALSE(db.latest_run(w, t, "evolutionary")); // a finished run is not resumed
+    ASSERT_EQ(db.runs(w).size(), 1u);
+}
+
+TEST(TuningDB, UserErrorsNameTheProblem) {
+    ScratchDir dir;
+    std::string path = dir.file("kiln.db");
+    Database db = Database::open(path);
+    int64_t t = db.target_id(test_target()), w = db.workload_id(test_workload());
+    int64_t w2 = db.workload_id(test_workload("blur"));
+    int64_t c = test_config(db, 1);
+    std::string prefix = "tuning database '" + path + "': ";
+
+    EXPECT_EQ(error_of([&] { db.record_measurement(ok_measurement(0, 99, t, c, 1)); }),
+              prefix + "record_measurement: no workload with id 99; get ids from workload_id()");
+    EXPECT_EQ(error_of([&] { db.record_measurement(ok_measurement(0, w, 98, c, 1)); }),
+              prefix + "record_measurement: no target with id 98; get ids from target_id()");
+    EXPECT_EQ(error_of([&] { db.record_measurement(ok_measurement(0, w, t, 97, 1)); }),
+              prefix + "record_measurement: no config with id 97; get ids from config_id()");
+    EXPECT_EQ(error_of([&] { db.record_measurement(ok_measurement(96, w, t, c, 1)); }),
+              prefix + "record_measurement: no tuning run with id 96; get ids from create_run(), "
+                       "or pass 0");
+    int64_t run = db.create_run(w2, t, "random", 0, 0, 0, "{}");
+    EXPECT_EQ(error_of([&] { db.record_measurement(ok_measurement(run, w, t, c, 1)); }),
+              prefix + "record_measurement: tuning run " + std::to_string(run) +
+                  " is for workload " + std::to_string(w2) + " on target " + std::to_string(t) +
+                  ", not workload " + std::to_string(w) + " on target " + std::to_string(t));
+    EXPECT_EQ(error_of([&] { db.record_measurement(ok_measurement(0, w, t, c, NAN)); }),
+              prefix + "record_measurement: median_ms is nan; record a failed candidate with its "
+                       "status and zero times");
+    EXPECT_EQ(error_of([&] { db.config_id("cfg1", "{\"tile\":2}", "{}"); }),
+              prefix + "config hash 'cfg1' is already stored with a different config or trace "
+                       "(stored config {\"tile\":1}, new config {\"tile\":2}); the hash must "
+                       "cover both the knob values and the trace");
+    EXPECT_EQ(error_of([&] { db.config_id("", "{}", "{}"); }),
+              prefix + "a config needs a hash (config_hash is empty)");
+    EXPECT_EQ(error_of([&] {
+                  db.workload_id({"", "0x1", "1", "float32"});
+              }),
+              prefix + "a workload needs an operator name (WorkloadKey::op is empty)");
+    EXPECT_EQ(error_of([&] { db.update_run_state(555, "{}", 1, 1); }),
+              prefix + "update_run_state: no tuning run with id 555");
+    EXPECT_EQ(error_of([&] { db.finish_run(555); }),
+              prefix + "finish_run: no tuning run with id 555");
+    EXPECT_EQ(error_of([&] { db.create_run(w, 77, "random", 0, 0, 0, "{}"); }),
+              prefix + "create_run: no target with id 77");
+    EXPECT_EQ(error_of([&] { db.create_run(w, t, "", 0, 0, 0, "{}"); }),
+              prefix + "create_run: the strategy name is empty");
+    EXPECT_EQ(error_of([&] { db.config(1234); }), prefix + "no config with id 1234");
+    EXPECT_EQ(error_of([&] { status_from_string("slow"); }),
+              "unknown measurement status 'slow'; expected one of ok, compile_error, "
+              "runtime_error, crash, timeout, wrong_answer");
+    EXPECT_EQ(db.statistics().measurements, 0); // nothing was recorded by the failed calls
+}
+
+TEST(TuningDB, StatusNamesRoundTrip) {
+    for (Status s : {Status::ok, Status::compile_error, Status::runtime_error, Status::crash,
+                     Status::timeout, Status::wrong_answer})
+        EXPECT_EQ(status_from_string(to_string(s)), s);
+    EXPECT_STREQ(to_string(Status::wrong_answer), "wrong_answer");
+}
+
+/// Fills a database with two workloads, two targets, runs and measurements of all statuses.
+void fill(Database &db) {
+    int64_t t1 = db.target_id(test_target(4)), t2 = db.target_id(test_target(1));
+    int64_t w1 = db.workload_id(test_workload()), w2 = db.workload_id(test_workload("blur"));
+    int64_t r1 = db.create_run(w1, t1, "random", 5, 10, 0, "{\"a\":1}");
+    int64_t r2 = db.create_run(w2, t2, "model", 6, 0, 60, "{\"b\":2}");
+    db.record_measurement(ok_measurement(r1, w1, t1, test_config(db, 1), 2.0));
+    db.record_measurement(
+        failed_measurement(r1, w1, t1, test_config(db, 2), Status::runtime_error, "oob"));
+    db.record_measurement(ok_measurement(r2, w2, t2, test_config(db, 3), 1.0));
+    db.record_measurement(ok_measurement(0, w2, t2, test_config(db, 1), 3.0));
+    db.update_run_state(r1, "{\"a\":2}", 2, 1.5);
+    db.finish_run(r2);
+}
+
+TEST(TuningDB, ExportThenImportIntoAFreshDatabaseRoundTrips) {
+    ScratchDir dir;
+    Database a = Database::open(dir.file("a.db"));
+    fill(a);
+    nlohmann::json doc = a.export_json();
+    EXPECT_EQ(doc["format_version"], Database::export_format_version);
+    // Through text, as `kiln db export` / `import` do.
+    nlohmann::json reread = nlohmann::json::parse(doc.dump(1));
+
+    Database b = Database::open(dir.file("b.db"));
+    b.target_id(test_target(16)); // ids in b differ from a's
+    b.workload_id(test_workload("other"));
+    ImportSummary s = b.import_json(reread);
+    EXPECT_EQ(s.measurements_added, 4);
+    EXPECT_EQ(s.measurements_skipped, 0);
+    EXPECT_EQ(s.configs_added, 3);
+    EXPECT_EQ(s.runs_added, 2);
+    EXPECT_EQ(s.workloads_added, 2);
+    EXPECT_EQ(s.targets_added, 2);
+
+    // Same content (ids aside): export b for the same workloads and compare field by field.
+    auto canonical = [](Database &db) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const WorkloadRecord &w : db.workloads()) {
+            if (w.key.op == "other") continue;
+            for (const TargetRecord &t : db.targets()) {
+                for (const Measurement &m : db.history(w.id, t.id)) {
+                    out.push_back({w.key.op, t.key.threads, m.config_hash, m.run_uuid,
+                                   to_string(m.status), m.times_ms, m.median_ms, m.spread_ms,
+                                   m.compile_ms, m.error, m.timestamp_us,
+                                   db.config(m.config_id).trace_json});
+                }
+                for (const RunRecord &r : db.runs(w.id, t.id)) {
+                    out.push_back({r.uuid, r.strategy, r.seed, r.budget_trials, r.budget_seconds,
+                                   r.elapsed_s, r.trials_done, r.state_json, r.started_us,
+                                   r.updated_us, r.finished_us.value_or(-1)});
+                }
+            }
+        }
+        return out;
+    };
+    EXPECT_EQ(canonical(a), canonical(b));
+    EXPECT_EQ(
+        b.best(*b.find_workload(test_workload()), *b.find_target(test_target(4)))->config.hash,
+        "cfg1");
+
+    // Idempotent: a second import adds nothing.
+    ImportSummary again = b.import_json(reread);
+    EXPECT_EQ(again.measurements_added, 0);
+    EXPECT_EQ(again.measurements_skipped, 4);
+    EXPECT_EQ(again.configs_added + again.runs_added + again.workloads_added + again.targets_added,
+              0);
+    EXPECT_EQ(b.statistics().measurements, 4);
+    // And importing b's own export into a adds nothing either.
+    ImportSummary back = a.import_json(b.export_json());
+    EXPECT_EQ(back.measurements_added, 0);
+    EXPECT_EQ(a.statistics().measurements, 4);
+}
+
+TEST(TuningDB, ExportFiltersByOperator) {
+    ScratchDir dir;
+    Database a = Database::open(dir.file("a.db"));
+    fill(a);
+    Filter f;
+    f.op = "blur";
+    nlohmann::json doc = a.export_json(f);
+    EXPECT_EQ(doc["workloads"].size(), 1u);
+    EXPECT_EQ(doc["workloads"][0]["op"], "blur");
+    EXPECT_EQ(doc["measurements"].size(), 2u);
+    EXPECT_EQ(doc["runs"].size(), 1u);
+    EXPECT_EQ(doc["targets"].size(), 1u);
+    EXPECT_EQ(doc["configs"].size(), 2u);
+    Database b = Database::open(dir.file("b.db"));
+    EXPECT_EQ(b.import_json(doc).measurements_added, 2);
+}
+
+TEST(TuningDB, ImportOfAMalformedDocumentNamesTheFieldAndAddsNothing) {
+    ScratchDir dir;
+    Database a = Database::open(dir.file("a.db"));
+    fill(a);
+    nlohmann::json good = a.export_json();
+    std::string path = dir.file("b.db");
+    Database b = Database::open(path);
+    std::string prefix = "cannot import into tuning database '" + path + "': ";
+    auto import_error = [&](nlohmann::json doc) { return error_of([&] { b.import_json(doc); }); };
+
+    EXPECT_EQ(import_error(nlohmann::json::array()),
+              prefix + "the document: expected a JSON object from `kiln db export`");
+    nlohmann::json d = good;
+    d["format_version"] = 7;
+    EXPECT_EQ(import_error(d), prefix + "the document: format_version 7 is not supported by this "
+                                        "build of kiln (supports 1)");
+    d = good;
+    d.erase("measurements");
+    EXPECT_EQ(import_error(d), prefix + "the document: field 'measurements' is missing");
+    d = good;
+    d["measurements"][1].erase("median_ms");
+    EXPECT_EQ(import_error(d), prefix + "measurements[1]: field 'median_ms' is missing");
+    d = good;
+    d["measurements"][0]["median_ms"] = "fast";
+    EXPECT_EQ(import_error(d), prefix + "measurements[0]: field 'median_ms' must be a number");
+    d = good;
+    d["measurements"][0]["config"] = "nope";
+    EXPECT_EQ(import_error(d),
+              prefix + "measurements[0]: config 'nope' is not in the document's configs");
+    d = good;
+    d["measurements"][0]["status"] = "slow";
+    EXPECT_CONTAINS(import_error(d), prefix + "measurements[0]: unknown measurement status 'slow'");
+    d = good;
+    d["runs"][0]["workload"] = 1000;
+    EXPECT_EQ(import_error(d),
+              prefix + "runs[0]: workload 1000 is not in the document's workloads");
+    d = good;
+    d["targets"][0]["threads"] = 1.5;
+    EXPECT_EQ(import_error(d), prefix + "targets[0]: field 'threads' must be an integer");
+    d = good;
+    d["configs"][0]["config"] = "{\"tile\":99}";
+    b.config_id(good["configs"][0]["hash"].get<std::string>(), "{\"tile\":1}",
+                "{\"schema_version\":1}");
+    EXPECT_CONTAINS(import_error(d), "' is already stored with a different config or trace");
+
+    EXPECT_EQ(b.statistics().measurements, 0);
+    EXPECT_EQ(b.workloads().size(), 0u); // the failed import rolled back
+}
+
+TEST(TuningDB, MovedFromDatabaseIsSafeToDestroy) {
+    ScratchDir dir;
+    Database a = Database::open(dir.file("a.db"));
+    Database b = std::move(a);
+    EXPECT_EQ(b.integrity_check(), "ok");
+    a = std::move(b);
+    EXPECT_EQ(a.statistics().measurements, 0);
+}
+
+} // namespace
+} // namespace kiln::tuning_db

@@ -1,0 +1,288 @@
+// The tuning database: every measurement the autotuner makes, in SQLite.
+//
+//   auto db = tuning_db::Database::open("tuning_db/kiln.db");          // creates or migrates
+//   int64_t t = db.target_id(target), w = db.workload_id(workload);
+//   int64_t c = db.config_id(hash, config_json, trace_json);
+//   db.record_measurement({run, w, t, c, Status::ok, {1.2, 1.1, 1.3}, 1.2, 0.2, 35.0, ""});
+//   std::optional<BestConfig> best = db.best(w, t);
+//
+// Guarantees:
+//  - WAL journal, busy timeout of 30 s, and every write inside BEGIN IMMEDIATE with a bounded
+//    retry loop on SQLITE_BUSY, so two processes writing one file never fail with "database is
+//    locked" (unless one holds the write lock for minutes).
+//  - record_measurement (and every other write) commits before returning: `kill -9` of the
+//    writer loses at most the measurement in flight.
+//  - The schema carries a version (table schema_version). Older versions are migrated on open; a
+//    newer one is refused with an error naming the file and both versions.
+//  - Errors from SQLite become kiln::RuntimeError with the SQLite message and the file path.
+//  - A Database object (one connection with its cached prepared statements) is for one thread at
+//    a time; open one per thread or process. Many processes may share the file.
+//
+// This module depends on SQLite and nlohmann_json only (lang/Error.h for the error type); it does
+// not need LLVM or the scheduler. Applying a stored schedule lives in tuning_db/ApplyBest.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln::tuning_db {
+
+/// What happened to one candidate.
+enum class Status { ok, compile_error, runtime_error, crash, timeout, wrong_answer };
+
+/// "ok", "compile_error", "runtime_error", "crash", "timeout", "wrong_answer".
+const char *to_string(Status s);
+/// The inverse of to_string; raises RuntimeError listing the known names for an unknown one.
+Status status_from_string(const std::string &name);
+
+/// The machine and compiler a measurement was made with.
+struct TargetKey {
+    std::string cpu_model; ///< e.g. "znver4" or the CPU brand string
+    std::string features;  ///< e.g. "+avx2,+fma,..." (any stable spelling)
+    int threads = 1;       ///< worker threads the kernel ran with
+    std::string compiler;  ///< kiln version + LLVM version, e.g. "kiln 0.1.0 / LLVM 19.1.7"
+
+    /// "cpu_model threads=N compiler" (features left out: too long), for messages and listings.
+    std::string to_string() const;
+    bool operator==(const TargetKey &) const = default;
+};
+
+/// What was tuned: an operator at one shape and types, for one version of its algorithm.
+struct WorkloadKey {
+    std::string op;             ///< operator name, e.g. "matmul"
+    std::string algorithm_hash; ///< kiln::algorithm_hash as hex, e.g. "0x0123456789abcdef"
+    std::string shape;          ///< e.g. "1024x1024x1024"
+    std::string types;          ///< e.g. "float32"
+
+    /// "op shape types (algorithm_hash)", for messages and listings.
+    std::string to_string() const;
+    bool operator==(const WorkloadKey &) const = default;
+};
+
+/// One measurement to record. The timestamp is set by the database.
+struct MeasurementRecord {
+    int64_t run_id = 0; ///< a tuning run from create_run, or 0 for a measurement made outside one
+    int64_t workload_id = 0;
+    int64_t target_id = 0;
+    int64_t config_id = 0;
+    Status status = Status::ok;
+    std::vector<double> times_ms; ///< every repeat, in order
+    double median_ms = 0;
+    double spread_ms = 0; ///< e.g. max - min or an interquartile range, as the measurer defines it
+    double compile_ms = 0;
+    std::string error; ///< compiler/runtime message for a failed candidate, empty when ok
+};
+
+/// A stored configuration: knob values and the schedule trace they produce.
+struct ConfigRecord {
+    int64_t id = 0;
+    std::string hash;
+    std::string config_json; ///< knob values, as given to config_id
+    std::string trace_json;  ///< kiln::ScheduleTrace::to_json_string(), as given to config_id
+};
+
+/// A stored measurement.
+struct Measurement {
+    int64_t id = 0;
+    int64_t run_id = 0;   ///< 0 when made outside a run
+    std::string run_uuid; ///< empty when made outside a run
+    int64_t workload_id = 0;
+    int64_t target_id = 0;
+    int64_t config_id = 0;
+    std::string config_hash;
+    Status status = Status::ok;
+    std::vector<double> times_ms;
+    double median_ms = 0;
+    double spread_ms = 0;
+    double compile_ms = 0;
+    std::string error;
+    int64_t timestamp_us = 0; ///< microseconds since the Unix epoch
+};
+
+/// The fastest ok measurement of a workload on a target, with its config.
+struct BestConfig {
+    Measurement measurement;
+    ConfigRecord config;
+};
+
+/// A tuning run: one strategy's search of one workload on one target, resumable.
+struct RunRecord {
+    int64_t id = 0;
+    std::string uuid; ///< random, unique across databases (export/import key)
+    int64_t workload_id = 0;
+    int64_t target_id = 0;
+    std::string strategy;
+    int64_t seed = 0;
+    int64_t budget_trials = 0; ///< 0 = unlimited
+    double budget_seconds = 0; ///< 0 = unlimited
+    double elapsed_s = 0;
+    int64_t trials_done = 0;
+    std::string state_json; ///< the strategy's state, enough to resume
+    int64_t started_us = 0, updated_us = 0;
+    std::optional<int64_t> finished_us; ///< set by finish_run
+};
+
+/// A target as stored.
+struct TargetRecord {
+    int64_t id = 0;
+    TargetKey key;
+};
+
+/// A workload as stored, with a summary of its measurements (over all targets).
+struct WorkloadRecord {
+    int64_t id = 0;
+    WorkloadKey key;
+    int64_t measurements = 0;
+    int64_t ok_measurements = 0;
+    std::optional<double> best_ms; ///< fastest ok median over all targets
+};
+
+/// One point of a run's progress curve: the best ok median after `trial` measurements.
+struct ProgressPoint {
+    int64_t trial = 0;             ///< 1-based index of the measurement within the run
+    double elapsed_s = 0;          ///< seconds from the run's start to the measurement
+    std::optional<double> best_ms; ///< empty until the first ok measurement
+};
+
+/// Counts over a selection of the database (see Database::statistics).
+struct Statistics {
+    int64_t measurements = 0;
+    std::map<std::string, int64_t> per_status; ///< status name -> count (only statuses seen)
+    int64_t configs = 0;                       ///< distinct configs measured
+    int64_t runs = 0;
+    int64_t trials = 0; ///< sum of trials_done over the runs
+    std::optional<double> best_ms;
+    struct PerStrategy {
+        std::string strategy;
+        int64_t runs = 0;
+        int64_t trials = 0;       ///< sum of trials_done
+        int64_t measurements = 0; ///< measurements recorded by runs of this strategy
+        std::optional<double> best_ms;
+    };
+    std::vector<PerStrategy> per_strategy; ///< sorted by strategy name
+};
+
+/// Which part of the database statistics/export look at; an empty field means "all".
+struct Filter {
+    std::optional<int64_t> workload_id;
+    std::optional<int64_t> target_id;
+    std::optional<std::string> op; ///< operator name
+};
+
+/// What import_json added (rows already present are skipped and counted as such).
+struct ImportSummary {
+    int64_t targets_added = 0, workloads_added = 0, configs_added = 0, runs_added = 0;
+    int64_t measurements_added = 0, measurements_skipped = 0;
+};
+
+class Database {
+public:
+    /// The schema version this build writes. Older databases are migrated on open.
+    static constexpr int schema_version = 2;
+    /// The export format version (export_json's "format_version").
+    static constexpr int export_format_version = 1;
+
+    /// Opens (creating it and its schema when missing) the database at `path`. Raises
+    /// RuntimeError naming the file for a file that is not SQLite, not a kiln tuning database, or
+    /// has a newer schema version than this build knows.
+    static Database open(const std::string &path);
+    /// Like open, but raises RuntimeError (naming the file, suggesting `kiln tune`) when the
+    /// file does not exist instead of creating it. For read-only tools such as `kiln db`.
+    static Database open_existing(const std::string &path);
+
+    Database(Database &&) noexcept;
+    Database &operator=(Database &&) noexcept;
+    ~Database();
+    Database(const Database &) = delete;
+    Database &operator=(const Database &) = delete;
+
+    const std::string &path() const;
+
+    // --- keys: get-or-create, each in its own committed transaction ---------------------------
+    int64_t target_id(const TargetKey &key);
+    int64_t workload_id(const WorkloadKey &key);
+    /// The config with this hash, inserting it when new. A second call with the same hash and
+    /// different JSON raises RuntimeError (a hash collision or a bug in the caller's hashing).
+    int64_t config_id(const std::string &config_hash, const std::string &config_json,
+                      const std::string &trace_json);
+    /// Lookups that never create.
+    std::optional<int64_t> find_target(const TargetKey &key) const;
+    std::optional<int64_t> find_workload(const WorkloadKey &key) const;
+    std::optional<ConfigRecord> find_config(const std::string &config_hash) const;
+    /// Raises RuntimeError naming the id when there is no such row.
+    ConfigRecord config(int64_t config_id) const;
+    TargetRecord target(int64_t target_id) const;
+    WorkloadRecord workload(int64_t workload_id) const;
+    std::vector<TargetRecord> targets() const;
+    /// All workloads with their summaries, sorted by operator, then shape, then id.
+    std::vector<WorkloadRecord> workloads() const;
+    /// Workloads of operator `op` (and shape `shape` when not empty).
+    std::vector<WorkloadRecord> workloads_matching(const std::string &op,
+                                                   const std::string &shape = "") const;
+
+    // --- measurements ---------------------------------------------------------------------------
+    /// Records one measurement in one transaction, committed before returning. Returns its id.
+    /// Raises RuntimeError for ids that do not exist (naming them) or a run of another workload.
+    int64_t record_measurement(const MeasurementRecord &m);
+    /// The measurement already stored for this config on this workload and target: the fastest
+    /// ok one if any, else the latest. A resumed run uses it to skip configs it already has.
+    std::optional<Measurement> find_measurement(int64_t workload_id, int64_t target_id,
+                                                const std::string &config_hash) const;
+    /// The fastest ok measurement (lowest median, earliest on ties).
+    std::optional<BestConfig> best(int64_t workload_id, int64_t target_id) const;
+    /// The k fastest ok configs, one entry per config (its best measurement), fastest first.
+    std::vector<BestConfig> top_k(int64_t workload_id, int64_t target_id, int k) const;
+    /// Every measurement of the workload on the target (all runs when run_id is 0), oldest first.
+    std::vector<Measurement> history(int64_t workload_id, int64_t target_id,
+                                     int64_t run_id = 0) const;
+    Statistics statistics(const Filter &filter = {}) const;
+
+    /// Apply-the-best support: the trace JSON of the best config, without creating any key.
+    /// Empty when the workload or target is unknown or has no ok measurement.
+    std::optional<std::string> best_trace_json(const WorkloadKey &workload,
+                                               const TargetKey &target) const;
+
+    // --- tuning runs ----------------------------------------------------------------------------
+    int64_t create_run(int64_t workload_id, int64_t target_id, const std::string &strategy,
+                       int64_t seed, int64_t budget_trials, double budget_seconds,
+                       const std::string &state_json);
+    /// Saves the strategy state (committed before returning). Raises for an unknown run.
+    void update_run_state(int64_t run_id, const std::string &state_json, int64_t trials_done,
+                          double elapsed_s);
+    /// Marks the run finished (a finished run is not offered for resume).
+    void finish_run(int64_t run_id);
+    std::optional<RunRecord> run(int64_t run_id) const;
+    /// The most recently started unfinished run of this strategy, to resume; empty when none.
+    std::optional<RunRecord> latest_run(int64_t workload_id, int64_t target_id,
+                                        const std::string &strategy) const;
+    /// Runs of a workload on a target (all targets when target_id is 0), oldest first.
+    std::vector<RunRecord> runs(int64_t workload_id, int64_t target_id = 0) const;
+    /// The run's best-so-far curve, one point per measurement of the run.
+    std::vector<ProgressPoint> progress(int64_t run_id) const;
+
+    // --- export / import ------------------------------------------------------------------------
+    /// Everything selected by the filter, as one JSON document (see docs: format_version 1).
+    nlohmann::json export_json(const Filter &filter = {}) const;
+    /// Adds the document's rows, in one transaction. Idempotent: targets, workloads, configs and
+    /// runs are matched by their keys (config hash, run uuid), and measurements by (workload,
+    /// target, config, run uuid, timestamp), so importing the same file twice adds nothing.
+    /// Raises RuntimeError naming the field for a malformed document (nothing is added then).
+    ImportSummary import_json(const nlohmann::json &document);
+
+    /// SQLite's PRAGMA integrity_check: "ok" for a healthy file.
+    std::string integrity_check() const;
+
+    struct Impl; ///< the connection and its prepared statements (TuningDB.cpp)
+
+private:
+    explicit Database(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace kiln::tuning_db
