@@ -1,12 +1,24 @@
-// The kiln command line. Subcommands grow with the project; `demo` runs a small pipeline through
-// the reference evaluator and prints every level that exists today.
+// The kiln command line: `tune` searches schedules for an operator and records every measurement
+// in the tuning database, `compile` emits the best one as object + static library + header,
+// `db` inspects the database (tools/DbCommands.h), and `demo` runs a small pipeline through the
+// reference evaluator.
 #include <CLI/CLI.hpp>
 
+#include <atomic>
+#include <cctype>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <unistd.h>
 
+#include "apps/Operator.h"
+#include "autotune/Emit.h"
+#include "autotune/Simulator.h"
+#include "autotune/Strategy.h"
+#include "autotune/Tuner.h"
 #include "kiln.h"
+#include "tools/DbCommands.h"
 
 namespace {
 
@@ -41,6 +53,38 @@ int run_demo(int width, int height) {
     return 0;
 }
 
+std::atomic<bool> stop_requested{false};
+
+void on_interrupt(int) {
+    if (stop_requested.exchange(true)) _exit(130); // a second Ctrl-C: leave now
+    const char msg[] = "\nkiln: stopping after the measurement in flight is dropped; Ctrl-C "
+                       "again to quit at once\n";
+    (void)!write(2, msg, sizeof msg - 1);
+}
+
+/// "90", "90s", "30m", "8h", "1.5h" -> seconds.
+double parse_duration(const std::string &text) {
+    size_t used = 0;
+    double v = -1;
+    try {
+        v = std::stod(text, &used);
+    } catch (const std::exception &) {
+        used = 0;
+    }
+    std::string unit = text.substr(used);
+    double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
+    if (used == 0 || scale < 0 || v < 0)
+        throw CompileError(
+            "--time: cannot read '" + text +
+            "'; give a number of seconds or a number with s, m or h, e.g. 30m or 8h");
+    return v * scale;
+}
+
+std::vector<int64_t> shape_of(const std::string &op_name, const std::string &text) {
+    apps::register_builtin_operators();
+    return apps::parse_shape(apps::find_operator(op_name), text);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -52,9 +96,101 @@ int main(int argc, char **argv) {
     demo->add_option("--width", width, "output width")->check(CLI::PositiveNumber);
     demo->add_option("--height", height, "output height")->check(CLI::PositiveNumber);
 
+    // kiln tune
+    autotune::TuneOptions tune;
+    std::string tune_shape, tune_time;
+    bool no_resume = false, no_baselines = false, simulate = false, quiet = false;
+    CLI::App *tune_cmd = app.add_subcommand(
+        "tune", "search schedules for an operator, recording every measurement in the database");
+    tune_cmd->add_option("operator", tune.op, "operator name (e.g. matmul)")->required();
+    tune_cmd->add_option("--shape", tune_shape, "e.g. 1024x1024x1024 (default: the operator's)");
+    tune_cmd->add_option("--trials", tune.trials, "search trials (0: no limit)");
+    tune_cmd->add_option("--time", tune_time, "wall-clock budget: 90s, 30m, 8h");
+    tune_cmd
+        ->add_option("--strategy", tune.strategy, "random|grid|evolution|annealing|model|bandit")
+        ->default_str("bandit");
+    tune_cmd->add_option("--space", tune.space, "template (hand-written when there is one) or auto")
+        ->default_str("template");
+    tune_cmd->add_option("--db", tune.db_path, "tuning database")->default_str(tune.db_path);
+    tune_cmd->add_option("--jobs", tune.jobs, "worker processes building candidates in parallel")
+        ->default_str("2");
+    tune_cmd->add_option("--threads", tune.threads, "threads per kernel (default: all cores)");
+    tune_cmd->add_option("--seed", tune.seed, "strategy seed")->default_str("1");
+    tune_cmd->add_flag("--no-resume", no_resume, "start a fresh run instead of resuming");
+    tune_cmd->add_flag("--budget-across-runs", tune.budget_across_runs,
+                       "count earlier runs' trials and time against the budget");
+    tune_cmd->add_flag("--no-baselines", no_baselines,
+                       "do not measure the default and hand schedules");
+    tune_cmd->add_option("--remeasure", tune.remeasure, "top configs measured again at the end")
+        ->default_str("3");
+    tune_cmd->add_option("--min-time-ms", tune.min_time_ms, "measuring time per candidate")
+        ->default_str("100");
+    tune_cmd
+        ->add_option("--timeout", tune.timeout_s,
+                     "floor of the run deadline in seconds (the deadline is max(this, 20 x "
+                     "best time))")
+        ->default_str("1");
+    tune_cmd
+        ->add_option("--first-timeout", tune.first_timeout_s,
+                     "run deadline before any candidate succeeded, seconds")
+        ->default_str("10");
+    tune_cmd->add_option("--worker", tune.worker_path, "the kiln-worker executable");
+    tune_cmd->add_flag("--simulate", simulate,
+                       "replay the database instead of measuring; compares strategies");
+    tune_cmd->add_flag("--quiet", quiet, "no progress line");
+
+    // kiln compile
+    autotune::EmitOptions emit;
+    std::string emit_shape;
+    CLI::App *compile_cmd = app.add_subcommand(
+        "compile", "emit the best schedule from the database as object + static library + header");
+    compile_cmd->add_option("operator", emit.op, "operator name")->required();
+    compile_cmd->add_option("--shape", emit_shape, "e.g. 1024x1024x1024");
+    compile_cmd->add_option("--db", emit.db_path, "tuning database")->default_str(emit.db_path);
+    compile_cmd->add_option("-o,--output", emit.out_dir, "output directory")->required();
+    compile_cmd->add_option("--name", emit.function_name, "entry point name (default: operator)");
+    compile_cmd->add_option("--threads", emit.threads,
+                            "the thread count the schedule was tuned with (default: all cores)");
+
+    add_db_commands(app);
+
     CLI11_PARSE(app, argc, argv);
     try {
         if (*demo) return run_demo(width, height);
+        if (*tune_cmd) {
+            tune.shape = shape_of(tune.op, tune_shape);
+            if (!tune_time.empty()) tune.time_s = parse_duration(tune_time);
+            if (simulate) {
+                autotune::SimulateOptions sim;
+                sim.op = tune.op;
+                sim.shape = tune.shape;
+                sim.db_path = tune.db_path;
+                if (tune_cmd->count("--strategy")) sim.strategies = {tune.strategy};
+                sim.space = tune.space;
+                sim.trials = tune.trials > 0 ? tune.trials : 100;
+                sim.threads = tune.threads;
+                sim.seed = tune.seed;
+                autotune::simulate(sim, std::cout);
+                return 0;
+            }
+            tune.resume = !no_resume;
+            tune.baselines = !no_baselines;
+            tune.progress = !quiet;
+            if (tune.trials <= 0 && tune.time_s <= 0) tune.trials = 100;
+            tune.stop = &stop_requested;
+            std::signal(SIGINT, on_interrupt);
+            std::signal(SIGTERM, on_interrupt);
+            autotune::TuneResult r = autotune::tune(tune, std::cout, std::cerr);
+            return r.interrupted ? 130 : 0;
+        }
+        if (*compile_cmd) {
+            emit.shape = shape_of(emit.op, emit_shape);
+            autotune::EmitResult r = autotune::emit_best(emit, std::cerr);
+            if (r.tuned) std::printf("tuned schedule (%.4g ms measured)\n", r.tuned_ms);
+            for (const std::string &f : r.files)
+                std::printf("wrote %s\n", f.c_str());
+            return 0;
+        }
     } catch (const std::exception &e) {
         std::fprintf(stderr, "kiln: %s\n", e.what());
         return 1;

@@ -1,0 +1,58 @@
+#include "autotune/Emit.h"
+
+#include <filesystem>
+
+#include "apps/Operator.h"
+#include "autotune/Tuner.h"
+#include "codegen/AOT.h"
+#include "codegen/Pipeline.h"
+#include "codegen/Target.h"
+#include "schedule/ScheduleTrace.h"
+#include "tuning_db/TuningDB.h"
+
+namespace kiln::autotune {
+
+EmitResult emit_best(const EmitOptions &opt, std::ostream &err) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator(opt.op);
+    std::vector<int64_t> shape = opt.shape.empty() ? op.default_shape : opt.shape;
+    std::string name = opt.function_name.empty() ? op.name : opt.function_name;
+    check_c_identifier(name, "function name");
+    int threads = opt.threads > 0 ? opt.threads : default_threads();
+    tuning_db::WorkloadKey wk = workload_key(op, shape);
+    tuning_db::TargetKey tk = host_target_key(threads);
+
+    EmitResult result;
+    apps::OperatorInstance inst = op.make(shape);
+    std::string why;
+    if (!std::filesystem::exists(opt.db_path)) {
+        why = "the database " + opt.db_path + " does not exist";
+    } else {
+        tuning_db::Database db = tuning_db::Database::open_existing(opt.db_path);
+        auto w = db.find_workload(wk);
+        auto t = db.find_target(tk);
+        std::optional<tuning_db::BestConfig> best;
+        if (w && t) best = db.best(*w, *t);
+        if (best) {
+            ScheduleTrace::parse(best->config.trace_json).apply({inst.output});
+            result.tuned = true;
+            result.tuned_ms = best->measurement.median_ms;
+        } else {
+            why = opt.db_path + " has no ok measurement of " + wk.to_string() + " on " +
+                  tk.to_string();
+        }
+    }
+    if (!result.tuned) {
+        err << "warning: " << why << "; emitting the hand schedule (run `kiln tune " << op.name
+            << " --shape " << apps::shape_to_string(shape) << "` to tune it)\n";
+        op.hand_schedule(inst, Target::host());
+    }
+    OutputSet outputs = OutputSet::in_directory(
+        opt.out_dir, name, {OutputKind::Object, OutputKind::StaticLibrary, OutputKind::CHeader});
+    inst.pipeline().compile_to(outputs, name);
+    for (OutputKind k : {OutputKind::Object, OutputKind::StaticLibrary, OutputKind::CHeader})
+        result.files.push_back(outputs.path(k));
+    return result;
+}
+
+} // namespace kiln::autotune

@@ -1,0 +1,32 @@
+// `kiln compile`: the best schedule the tuning database holds for an operator on this machine,
+// applied to a fresh instance and compiled ahead of time (codegen/AOT.h) into an object file, a
+// static library and a C header. Without a tuned schedule for this target, the hand schedule is
+// used and a warning says so.
+#pragma once
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace kiln::autotune {
+
+struct EmitOptions {
+    std::string op;
+    std::vector<int64_t> shape; ///< empty: the operator's default shape
+    std::string db_path = "tuning_db/kiln.db";
+    std::string out_dir;
+    std::string function_name; ///< empty: the operator's name
+    int threads = 0;           ///< selects the target's records: 0 = default_threads()
+};
+
+struct EmitResult {
+    bool tuned = false;             ///< false: the hand schedule was used
+    double tuned_ms = 0;            ///< the best recorded time, when tuned
+    std::vector<std::string> files; ///< written, in order: object, static library, header
+};
+
+/// Raises CompileError for an unknown operator or a bad shape, RuntimeError when a file cannot be
+/// written. Warnings go to `err`.
+EmitResult emit_best(const EmitOptions &options, std::ostream &err = std::cerr);
+
+} // namespace kiln::autotune

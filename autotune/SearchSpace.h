@@ -1,0 +1,138 @@
+// SearchSpace: the knobs a tuner may turn for one operator, the constraints between them, and
+// the schedule function that turns a config (one value per knob) into scheduling calls. Each
+// knob is a finite list of values (split factors as divisors, powers of two or ranges;
+// categorical names; booleans; loop permutations), so every strategy works on indices and the
+// space can be enumerated, sampled and mutated the same way whatever the knob means.
+//
+//   SearchSpace s("matmul");
+//   s.add_powers_of_two("tile_x", 8, 128);
+//   s.add_choice("order", {"xyk", "xky"});
+//   s.add_constraint("tile_x * tile_y <= 2048", [](const ConfigView &c) {
+//       return c.i("tile_x") * c.i("tile_y") <= 2048; });
+//   s.set_apply([](apps::OperatorInstance &inst, const ConfigView &c) { ... });
+//
+// A config's JSON form is an object of knob name -> value ({"tile_x": 32, "order": "xyk"}); its
+// hash is a stable hex digest of the space name and that JSON, the key under which the tuning
+// database stores it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/Operator.h"
+#include "schedule/ScheduleTrace.h"
+
+namespace kiln::autotune {
+
+/// One knob: a name and its finite list of values.
+struct Knob {
+    enum class Kind { integer, choice, boolean, permutation };
+    std::string name;
+    Kind kind = Kind::integer;
+    std::vector<nlohmann::json> values;
+};
+
+/// A point of a space: the index of the chosen value of each knob, in knob order.
+struct Config {
+    std::vector<int> index;
+    bool operator==(const Config &) const = default;
+};
+
+class SearchSpace;
+
+/// Typed read access to a config's knob values, for constraints and schedule functions.
+class ConfigView {
+public:
+    ConfigView(const SearchSpace &space, const Config &config) : space(space), config(config) {}
+    int64_t i(const std::string &knob) const;
+    const std::string &s(const std::string &knob) const;
+    bool b(const std::string &knob) const;
+    std::vector<std::string> perm(const std::string &knob) const;
+    bool has(const std::string &knob) const;
+
+private:
+    const nlohmann::json &value(const std::string &knob) const;
+    const SearchSpace &space;
+    const Config &config;
+};
+
+class SearchSpace {
+public:
+    using Check = std::function<bool(const ConfigView &)>;
+    using Apply = std::function<void(apps::OperatorInstance &, const ConfigView &)>;
+
+    explicit SearchSpace(std::string name) : space_name(std::move(name)) {}
+
+    const std::string &name() const { return space_name; }
+    const std::vector<Knob> &knobs() const { return knob_list; }
+    /// The knob's position; raises CompileError naming the space and its knobs when unknown.
+    int knob_index(const std::string &name) const;
+
+    // Building the space. Each raises CompileError for an empty value list or a second knob of
+    // the same name.
+    /// The divisors of n in [lo, hi].
+    void add_divisors(const std::string &name, int64_t n, int64_t lo = 1, int64_t hi = INT64_MAX);
+    /// lo, 2 lo, 4 lo, ... up to hi.
+    void add_powers_of_two(const std::string &name, int64_t lo, int64_t hi);
+    /// lo, lo + step, ... up to hi.
+    void add_range(const std::string &name, int64_t lo, int64_t hi, int64_t step = 1);
+    void add_integers(const std::string &name, const std::vector<int64_t> &values);
+    void add_choice(const std::string &name, const std::vector<std::string> &values);
+    void add_bool(const std::string &name);
+    /// Every order of the items (items.size() <= 6).
+    void add_permutation(const std::string &name, const std::vector<std::string> &items);
+    /// A constraint every measured config must meet; `description` names it in rejections.
+    void add_constraint(const std::string &description, Check check);
+    void set_apply(Apply apply) { apply_fn = std::move(apply); }
+
+    /// Number of configs, constraints ignored (saturates at INT64_MAX).
+    int64_t size() const;
+    /// A uniformly random point (constraints ignored).
+    Config random(std::mt19937_64 &rng) const;
+    /// The i-th config in mixed-radix order (the last knob varies fastest), i < size().
+    Config at(int64_t i) const;
+    /// The description of the first constraint the config breaks, or "" when it meets them all.
+    std::string violated(const Config &c) const;
+    bool valid(const Config &c) const { return violated(c).empty(); }
+
+    nlohmann::json to_json(const Config &c) const;
+    /// Reads a config; raises CompileError naming the space, the knob and the legal values for a
+    /// missing or unknown knob or a value outside the knob's list, and naming the constraint for
+    /// a config that breaks one.
+    Config from_json(const nlohmann::json &j) const;
+    /// A stable hex digest of the space name and the config's JSON ("a1b2...", 16 digits).
+    std::string hash(const Config &c) const;
+    /// Mixed into every hash: the tuner sets the workload (algorithm hash and shape), since the
+    /// same knob values make another schedule trace for another workload.
+    void set_salt(const std::string &s) { salt = s; }
+
+    /// Applies the config's schedule to a fresh instance. Raises CompileError for a config that
+    /// breaks a constraint (naming it) and whatever the scheduling calls raise.
+    void apply(apps::OperatorInstance &inst, const Config &c) const;
+    /// Builds a fresh instance of `op` at `shape`, applies the config and captures the trace.
+    ScheduleTrace trace(const apps::Operator &op, const std::vector<int64_t> &shape,
+                        const Config &c) const;
+
+private:
+    void add_knob(Knob k);
+
+    std::string space_name, salt;
+    std::vector<Knob> knob_list;
+    std::vector<std::pair<std::string, Check>> constraints;
+    Apply apply_fn;
+};
+
+/// The hand-written template for `op` (matmul, conv2d, blur) at this shape when there is one,
+/// else the automatic space (autotune/AutoSpace.h).
+SearchSpace space_for(const apps::Operator &op, const std::vector<int64_t> &shape,
+                      const std::string &kind = "template");
+
+/// A stable 64-bit FNV-1a digest as 16 hex digits.
+std::string hex_digest(const std::string &text);
+
+} // namespace kiln::autotune

@@ -1,0 +1,729 @@
+#include "autotune/Tuner.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "autotune/Features.h"
+#include "autotune/Runner.h"
+#include "autotune/Strategy.h"
+#include "codegen/Pipeline.h"
+#include "codegen/Target.h"
+#include "lang/Error.h"
+#include "schedule/ScheduleTrace.h"
+
+#ifndef KILN_VERSION_STRING
+#define KILN_VERSION_STRING "unknown"
+#endif
+#ifndef KILN_LLVM_VERSION_STRING
+#define KILN_LLVM_VERSION_STRING "unknown"
+#endif
+
+namespace kiln::autotune {
+
+using tuning_db::Status;
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+tuning_db::TargetKey host_target_key(int threads) {
+    Target t = Target::host();
+    tuning_db::TargetKey k;
+    k.cpu_model = t.cpu;
+    k.features = t.features;
+    k.threads = threads;
+    k.compiler = std::string("kiln ") + KILN_VERSION_STRING + " / LLVM " + KILN_LLVM_VERSION_STRING;
+    return k;
+}
+
+tuning_db::WorkloadKey workload_key(const apps::Operator &op, const std::vector<int64_t> &shape) {
+    apps::OperatorInstance inst = op.make(shape);
+    char hash[32];
+    std::snprintf(hash, sizeof hash, "0x%016llx",
+                  (unsigned long long)algorithm_hash({inst.output}));
+    std::string types;
+    for (const ImageParam &p : inst.inputs)
+        types += p.type().to_string() + ",";
+    types += "->" + inst.output.output_type().to_string();
+    return {op.name, hash, apps::shape_to_string(shape), types};
+}
+
+int default_threads() {
+    return std::max(1u, std::thread::hardware_concurrency());
+}
+
+namespace {
+
+/// This process's start time in clock ticks since boot (/proc/self/stat field 22), which with the
+/// pid identifies a live process even after pid reuse.
+int64_t process_start_ticks(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    size_t close = text.rfind(')');
+    if (close == std::string::npos) return -1;
+    std::istringstream rest(text.substr(close + 2));
+    std::string field;
+    for (int i = 3; i <= 22 && rest >> field; i++) {
+        if (i == 22) return std::stoll(field);
+    }
+    return -1;
+}
+
+std::string host_name() {
+    char buf[256] = {};
+    gethostname(buf, sizeof buf - 1);
+    return buf;
+}
+
+/// Whether the process recorded as a run's owner is still running (on this host).
+bool owner_alive(const json &owner) {
+    if (!owner.is_object() || owner.value("host", "") != host_name()) return false;
+    pid_t pid = owner.value("pid", 0);
+    // This process: an earlier tune() call that has returned.
+    if (pid <= 0 || pid == getpid()) return false;
+    return process_start_ticks(pid) == owner.value("start", int64_t(-2));
+}
+
+double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string format_duration(double s) {
+    if (!std::isfinite(s) || s < 0) return "?";
+    char buf[32];
+    int64_t t = int64_t(s + 0.5);
+    if (t >= 3600)
+        std::snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(t / 3600),
+                      (long long)(t / 60 % 60));
+    else if (t >= 60)
+        std::snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(t / 60), (long long)(t % 60));
+    else
+        std::snprintf(buf, sizeof buf, "%llds", (long long)t);
+    return buf;
+}
+
+/// The shape to tune: the given one, or the operator's default when none is given.
+std::vector<int64_t> checked_shape(const apps::Operator &op, const std::vector<int64_t> &shape) {
+    if (shape.empty()) return op.default_shape;
+    if (shape.size() != op.shape_names.size()) {
+        std::string names;
+        for (const std::string &n : op.shape_names)
+            names += (names.empty() ? "" : "x") + n;
+        throw CompileError("operator '" + op.name + "' takes " +
+                           std::to_string(op.shape_names.size()) + " shape values (" + names +
+                           "), got " + std::to_string(shape.size()));
+    }
+    return shape;
+}
+
+struct Candidate {
+    enum class Kind { search, default_schedule, hand_schedule, remeasure };
+    Kind kind = Kind::search;
+    std::optional<Config> config;
+    std::string hash, config_json, trace_json;
+};
+
+struct Slot {
+    std::unique_ptr<WorkerProcess> worker;
+    enum class State { idle, building, built, measuring } state = State::idle;
+    Candidate cand;
+    Clock::time_point deadline;
+    double compile_ms = 0, first_ms = 0;
+    int64_t built_order = 0;
+    std::string phase;  ///< what the deadline guards, for timeout messages
+    double limit_s = 0; ///< the length of that deadline
+
+    void set_deadline(const std::string &what, double seconds) {
+        phase = what;
+        limit_s = seconds;
+        deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(seconds));
+    }
+};
+
+class Tuner {
+public:
+    Tuner(const TuneOptions &o, std::ostream &out, std::ostream &err)
+        : opt(o), out(out), err(err), op(apps::find_operator(o.op)),
+          shape(checked_shape(op, o.shape)), space(space_for(op, shape, o.space)),
+          db(tuning_db::Database::open(o.db_path)), strategy(make_strategy(o.strategy, o.seed)) {
+        if (opt.jobs < 1)
+            throw CompileError("--jobs must be at least 1, got " + std::to_string(opt.jobs));
+        threads = opt.threads > 0 ? opt.threads : default_threads();
+        worker_path = opt.worker_path.empty() ? default_worker_path() : opt.worker_path;
+        workload = workload_key(op, shape);
+        space.set_salt(workload.algorithm_hash + "/" + workload.shape);
+        target_id = db.target_id(host_target_key(threads));
+        workload_id = db.workload_id(workload);
+    }
+
+    TuneResult run();
+
+private:
+    // --- the strategy's view --------------------------------------------------------------------
+    bool known(const std::string &hash) {
+        if (in_flight.count(hash)) return true;
+        if (db_known.count(hash)) return true;
+        if (db.find_measurement(workload_id, target_id, hash)) {
+            db_known.insert(hash);
+            return true;
+        }
+        return false;
+    }
+
+    std::optional<std::vector<float>> features(const Config &c) {
+        std::string h = space.hash(c);
+        auto it = feature_cache.find(h);
+        if (it != feature_cache.end()) return it->second;
+        std::optional<std::vector<float>> f;
+        try {
+            apps::OperatorInstance inst = op.make(shape);
+            space.apply(inst, c);
+            LoweredFunc lowered = inst.pipeline().lower();
+            f = loop_nest_features(lowered, inst);
+        } catch (const CompileError &) {
+        }
+        feature_cache[h] = f;
+        return f;
+    }
+
+    // --- budget ---------------------------------------------------------------------------------
+    double elapsed() const {
+        return seconds_since(start) + (opt.budget_across_runs ? elapsed_before : 0);
+    }
+    int64_t trials_counted() const {
+        return result.trials + (opt.budget_across_runs ? trials_before_budget : 0);
+    }
+    int64_t search_in_flight() const {
+        int64_t n = 0;
+        for (const Candidate &c : queue)
+            n += c.kind == Candidate::Kind::search;
+        for (const Slot &s : slots)
+            n += s.state != Slot::State::idle && s.cand.kind == Candidate::Kind::search;
+        return n;
+    }
+    bool time_left() const { return opt.time_s <= 0 || elapsed() < opt.time_s; }
+    bool may_start_search() const {
+        if (stopping() || !time_left() || exhausted) return false;
+        return opt.trials <= 0 || trials_counted() + search_in_flight() < opt.trials;
+    }
+    bool stopping() const { return opt.stop && opt.stop->load(); }
+
+    // --- recording ------------------------------------------------------------------------------
+    void record(const Candidate &c, Status status, const std::vector<double> &times, double median,
+                double spread, double compile_ms, const std::string &error);
+    void refill();
+    void add_search_candidate(const Config &c);
+    void start_builds();
+    void start_measure();
+    void handle_line(Slot &s, const std::string &line);
+    void handle_death(Slot &s);
+    void handle_timeout(Slot &s);
+    void replace_worker(Slot &s);
+    void drive(bool search);
+    double run_deadline_s() const {
+        if (best_ms) return std::max(opt.timeout_s, 20.0 * *best_ms / 1000.0);
+        return std::max(opt.timeout_s, opt.first_timeout_s);
+    }
+    void progress(bool final_line = false);
+    /// The run row's state: the strategy's state and the process running it, so a second tuner
+    /// does not resume a run that is still being tuned.
+    json run_state() const {
+        return {
+            {"strategy", strategy->state()},
+            {"owner",
+             {{"pid", getpid()}, {"start", process_start_ticks(getpid())}, {"host", host_name()}}}};
+    }
+    void baselines();
+    Candidate baseline(Candidate::Kind kind);
+
+    const TuneOptions &opt;
+    std::ostream &out, &err;
+    const apps::Operator &op;
+    std::vector<int64_t> shape;
+    SearchSpace space;
+    tuning_db::Database db;
+    std::unique_ptr<Strategy> strategy;
+    int threads = 1;
+    std::string worker_path;
+    tuning_db::WorkloadKey workload;
+    int64_t target_id = 0, workload_id = 0, run_id = 0;
+    int64_t trials_before = 0, trials_before_budget = 0;
+    double elapsed_before = 0;
+    Clock::time_point start = Clock::now(), last_progress = Clock::now() - std::chrono::hours(1);
+    ProposalContext ctx{space, nullptr, nullptr};
+
+    std::set<std::string> in_flight, db_known;
+    std::map<std::string, std::optional<std::vector<float>>> feature_cache;
+    std::deque<Candidate> queue;
+    std::vector<Slot> slots;
+    int64_t built_counter = 0;
+    bool exhausted = false;
+    int empty_proposals = 0;
+    std::optional<double> best_ms;
+    TuneResult result;
+};
+
+void Tuner::record(const Candidate &c, Status status, const std::vector<double> &times,
+                   double median, double spread, double compile_ms, const std::string &error) {
+    int64_t config_id = db.config_id(c.hash, c.config_json, c.trace_json);
+    tuning_db::MeasurementRecord m;
+    m.run_id = run_id;
+    m.workload_id = workload_id;
+    m.target_id = target_id;
+    m.config_id = config_id;
+    m.status = status;
+    m.times_ms = times;
+    m.median_ms = median;
+    m.spread_ms = spread;
+    m.compile_ms = compile_ms;
+    m.error = error;
+    db.record_measurement(m);
+    in_flight.erase(c.hash);
+    db_known.insert(c.hash);
+    result.recorded++;
+    result.per_status[tuning_db::to_string(status)]++;
+    bool ok = status == Status::ok;
+    if (ok && (!best_ms || median < *best_ms)) best_ms = median;
+    if (c.kind == Candidate::Kind::default_schedule && ok) result.default_ms = median;
+    if (c.kind == Candidate::Kind::hand_schedule && ok) result.hand_ms = median;
+    if (c.kind == Candidate::Kind::search) {
+        result.trials++;
+        if (c.config) strategy->observe(ctx, *c.config, Outcome{status, median});
+    }
+    db.update_run_state(run_id, run_state().dump(), trials_before + result.trials,
+                        elapsed_before + seconds_since(start));
+    if (!ok && opt.progress) {
+        std::string e = error.substr(0, 160);
+        std::replace(e.begin(), e.end(), '\n', ' ');
+        err << "\r\033[K" << tuning_db::to_string(status) << " (config " << c.hash << "): " << e
+            << "\n";
+    }
+}
+
+void Tuner::add_search_candidate(const Config &c) {
+    Candidate cand;
+    cand.config = c;
+    cand.hash = space.hash(c);
+    cand.config_json = space.to_json(c).dump();
+    in_flight.insert(cand.hash);
+    try {
+        cand.trace_json = space.trace(op, shape, c).to_json_string(-1);
+    } catch (const CompileError &e) {
+        // Rejected before any worker sees it.
+        record(cand, Status::compile_error, {}, 0, 0, 0, e.what());
+        return;
+    }
+    queue.push_back(std::move(cand));
+}
+
+void Tuner::refill() {
+    while (int(queue.size()) < opt.jobs && may_start_search()) {
+        int want = opt.jobs - int(queue.size());
+        if (opt.trials > 0)
+            want = int(std::min<int64_t>(want, opt.trials - trials_counted() - search_in_flight()));
+        if (want <= 0) return;
+        std::vector<Config> batch = strategy->propose(ctx, want);
+        if (batch.empty()) {
+            if (++empty_proposals >= 3) exhausted = true;
+            return;
+        }
+        empty_proposals = 0;
+        for (const Config &c : batch) {
+            if (known(space.hash(c))) continue; // a strategy bug would otherwise measure twice
+            add_search_candidate(c);
+        }
+    }
+}
+
+void Tuner::replace_worker(Slot &s) {
+    s.worker = std::make_unique<WorkerProcess>(worker_path);
+    s.state = Slot::State::idle;
+}
+
+void Tuner::start_builds() {
+    for (Slot &s : slots) {
+        if (s.state != Slot::State::idle || queue.empty()) continue;
+        s.cand = std::move(queue.front());
+        queue.pop_front();
+        json req = {{"cmd", "build"},
+                    {"op", op.name},
+                    {"shape", shape},
+                    {"trace", json::parse(s.cand.trace_json)},
+                    {"threads", threads}};
+        if (!s.worker->send(req)) {
+            // The worker died while idle: start another and try again later.
+            queue.push_front(std::move(s.cand));
+            replace_worker(s);
+            continue;
+        }
+        s.state = Slot::State::building;
+        s.set_deadline("compiling", opt.compile_timeout_s);
+    }
+}
+
+void Tuner::start_measure() {
+    Slot *next = nullptr;
+    for (Slot &s : slots) {
+        if (s.state == Slot::State::measuring) return; // one measurement at a time
+        if (s.state == Slot::State::built && (!next || s.built_order < next->built_order))
+            next = &s;
+    }
+    if (!next) return;
+    if (!time_left() && next->cand.kind == Candidate::Kind::search) return;
+    json req = {
+        {"cmd", "measure"}, {"min_time_ms", opt.min_time_ms}, {"warmup", 1}, {"max_repeats", 200}};
+    if (!next->worker->send(req)) {
+        handle_death(*next);
+        return;
+    }
+    next->state = Slot::State::measuring;
+    next->set_deadline("first run", run_deadline_s());
+}
+
+void Tuner::handle_line(Slot &s, const std::string &line) {
+    json j;
+    try {
+        j = json::parse(line);
+    } catch (const json::exception &) {
+        return; // not a protocol line
+    }
+    if (j.contains("event")) {
+        std::string ev = j["event"].get<std::string>();
+        if (ev == "ran") {
+            s.first_ms = j.value("first_ms", 0.0);
+            s.set_deadline("comparing with the reference", opt.compile_timeout_s);
+        } else if (ev == "checked") {
+            s.set_deadline("timing", 2 * (opt.min_time_ms + 10 * s.first_ms) / 1000.0 + 5);
+        }
+        return;
+    }
+    std::string status = j.value("status", "runtime_error");
+    if (s.state == Slot::State::building) {
+        if (status == "built") {
+            s.state = Slot::State::built;
+            s.compile_ms = j.value("compile_ms", 0.0);
+            s.built_order = built_counter++;
+            return;
+        }
+        record(s.cand, Status::compile_error, {}, 0, 0, 0, j.value("error", ""));
+        s.state = Slot::State::idle;
+        return;
+    }
+    if (s.state != Slot::State::measuring) return;
+    if (status == "ok") {
+        record(s.cand, Status::ok, j.value("times_ms", std::vector<double>{}),
+               j.value("median_ms", 0.0), j.value("spread_ms", 0.0), s.compile_ms, "");
+    } else {
+        Status st = Status::runtime_error;
+        try {
+            st = tuning_db::status_from_string(status);
+        } catch (const std::exception &) {
+        }
+        record(s.cand, st, {}, 0, 0, s.compile_ms, j.value("error", ""));
+    }
+    s.state = Slot::State::idle;
+}
+
+void Tuner::handle_death(Slot &s) {
+    std::string why = s.worker->death_description();
+    bool measuring = s.state == Slot::State::measuring, building = s.state == Slot::State::building;
+    if (measuring || building) {
+        record(s.cand, Status::crash, {}, 0, 0, s.compile_ms,
+               why + (building ? " while compiling" : " while running the candidate"));
+    } else if (s.state == Slot::State::built) {
+        queue.push_front(std::move(s.cand)); // not the candidate's fault as far as we know
+    }
+    replace_worker(s);
+}
+
+void Tuner::handle_timeout(Slot &s) {
+    s.worker->kill();
+    char buf[240];
+    std::snprintf(buf, sizeof buf, "no answer while %s within %.3g s", s.phase.c_str(), s.limit_s);
+    std::string msg = buf;
+    if (s.phase == "first run")
+        msg += " (the limit is max(--timeout, 20 x the best time), or --first-timeout before any "
+               "candidate succeeded)";
+    record(s.cand, Status::timeout, {}, 0, 0, s.compile_ms, msg);
+    replace_worker(s);
+}
+
+void Tuner::drive(bool search) {
+    for (;;) {
+        if (stopping()) return;
+        if (search) refill();
+        start_builds();
+        start_measure();
+        bool busy = false;
+        for (const Slot &s : slots)
+            busy |= s.state == Slot::State::building || s.state == Slot::State::measuring;
+        bool built = false;
+        for (const Slot &s : slots)
+            built |= s.state == Slot::State::built;
+        if (!busy && !(built && (time_left() || !search)) && queue.empty() &&
+            (!search || !may_start_search()))
+            return;
+        if (!time_left() && search) {
+            // Out of time: finish the measurement in progress, drop the rest.
+            bool measuring = false;
+            for (const Slot &s : slots)
+                measuring |= s.state == Slot::State::measuring;
+            if (!measuring) {
+                for (Slot &s : slots) {
+                    if (s.state == Slot::State::building || s.state == Slot::State::built) {
+                        in_flight.erase(s.cand.hash);
+                        s.worker->kill();
+                        replace_worker(s);
+                    }
+                }
+                for (const Candidate &c : queue)
+                    in_flight.erase(c.hash);
+                queue.clear();
+                return;
+            }
+        }
+
+        std::vector<pollfd> fds;
+        for (const Slot &s : slots)
+            fds.push_back({s.worker->read_fd(), POLLIN, 0});
+        auto now = Clock::now();
+        double wait_ms = 250;
+        for (const Slot &s : slots) {
+            if (s.state == Slot::State::building || s.state == Slot::State::measuring)
+                wait_ms = std::min(
+                    wait_ms,
+                    std::max(0.0,
+                             std::chrono::duration<double, std::milli>(s.deadline - now).count()));
+        }
+        int r = poll(fds.data(), fds.size(), int(wait_ms) + 1);
+        if (r < 0 && errno != EINTR) throw RuntimeError("tuner: poll failed");
+        for (size_t i = 0; i < slots.size(); i++) {
+            Slot &s = slots[i];
+            if (r > 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+                bool alive = s.worker->pump();
+                while (auto line = s.worker->next_line())
+                    handle_line(s, *line);
+                if (!alive) {
+                    handle_death(s);
+                    continue;
+                }
+            }
+            if ((s.state == Slot::State::building || s.state == Slot::State::measuring) &&
+                Clock::now() > s.deadline)
+                handle_timeout(s);
+        }
+        progress();
+    }
+}
+
+void Tuner::progress(bool final_line) {
+    if (!opt.progress) return;
+    bool tty = isatty(2);
+    if (!final_line && seconds_since(last_progress) < (tty ? 0.5 : 30.0)) return;
+    last_progress = Clock::now();
+    std::ostringstream s;
+    int64_t failures = 0;
+    for (const auto &[name, n] : result.per_status)
+        failures += name == "ok" ? 0 : n;
+    s << "[" << op.name << " " << apps::shape_to_string(shape) << " " << opt.strategy << "] trials "
+      << trials_counted();
+    if (opt.trials > 0) s << "/" << opt.trials;
+    s << " | failed " << failures;
+    if (best_ms) {
+        char buf[96];
+        double rate = op.work(shape) / (*best_ms * 1e-3) * 1e-9;
+        std::snprintf(buf, sizeof buf, " | best %.4g ms %.1f %s", *best_ms, rate,
+                      op.work_unit.c_str());
+        s << buf;
+    }
+    double el = elapsed();
+    s << " | " << format_duration(seconds_since(start));
+    double eta = INFINITY;
+    if (opt.trials > 0 && result.trials > 0)
+        eta = seconds_since(start) / double(result.trials) * double(opt.trials - trials_counted());
+    if (opt.time_s > 0) eta = std::min(eta, std::max(0.0, opt.time_s - el));
+    if (std::isfinite(eta)) s << ", ETA " << format_duration(eta);
+    if (tty)
+        err << "\r\033[K" << s.str() << (final_line ? "\n" : "") << std::flush;
+    else
+        err << s.str() << "\n" << std::flush;
+}
+
+Candidate Tuner::baseline(Candidate::Kind kind) {
+    Candidate c;
+    c.kind = kind;
+    std::string name = kind == Candidate::Kind::default_schedule ? "default" : "hand";
+    c.config_json = json{{"baseline", name}}.dump();
+    apps::OperatorInstance inst = op.make(shape);
+    if (kind == Candidate::Kind::hand_schedule) op.hand_schedule(inst, Target::host());
+    c.trace_json = ScheduleTrace::capture({inst.output}).to_json_string(-1);
+    c.hash = hex_digest("baseline:" + name + ":" + workload.shape + ":" + c.trace_json);
+    return c;
+}
+
+void Tuner::baselines() {
+    for (auto kind : {Candidate::Kind::default_schedule, Candidate::Kind::hand_schedule}) {
+        Candidate c;
+        try {
+            c = baseline(kind);
+        } catch (const CompileError &e) {
+            err << "warning: the " << (kind == Candidate::Kind::hand_schedule ? "hand" : "default")
+                << " schedule of '" << op.name << "' does not apply: " << e.what() << "\n";
+            continue;
+        }
+        if (auto m = db.find_measurement(workload_id, target_id, c.hash)) {
+            if (m->status == Status::ok) {
+                (kind == Candidate::Kind::default_schedule ? result.default_ms : result.hand_ms) =
+                    m->median_ms;
+                if (!best_ms || m->median_ms < *best_ms) best_ms = m->median_ms;
+            }
+            continue;
+        }
+        in_flight.insert(c.hash);
+        queue.push_back(std::move(c));
+    }
+}
+
+TuneResult Tuner::run() {
+    ctx.known = [this](const std::string &h) { return known(h); };
+    ctx.features = [this](const Config &c) { return features(c); };
+
+    std::optional<tuning_db::RunRecord> previous;
+    if (opt.resume) previous = db.latest_run(workload_id, target_id, opt.strategy);
+    json previous_state;
+    if (previous) {
+        try {
+            previous_state = json::parse(previous->state_json);
+        } catch (const json::exception &) {
+            previous_state = json::object();
+        }
+        if (previous_state.is_object() && owner_alive(previous_state.value("owner", json()))) {
+            err << "run " << previous->id << " is being tuned by process "
+                << previous_state["owner"].value("pid", 0) << "; starting another run\n";
+            previous.reset();
+        }
+    }
+    if (previous) {
+        run_id = previous->id;
+        trials_before = previous->trials_done;
+        elapsed_before = previous->elapsed_s;
+        try {
+            strategy->restore(previous_state.is_object() && previous_state.contains("strategy")
+                                  ? previous_state["strategy"]
+                                  : previous_state);
+        } catch (const std::exception &e) {
+            throw RuntimeError("cannot resume run " + std::to_string(run_id) + " of '" +
+                               opt.strategy + "' in " + opt.db_path + ": " + e.what() +
+                               "; rerun with --no-resume to start a fresh run");
+        }
+        result.resumed = true;
+        err << "resuming run " << run_id << " (" << trials_before << " trials done)\n";
+    } else {
+        run_id = db.create_run(workload_id, target_id, opt.strategy, int64_t(opt.seed), opt.trials,
+                               opt.time_s, run_state().dump());
+    }
+    result.run_id = run_id;
+    if (opt.budget_across_runs) {
+        for (const tuning_db::RunRecord &r : db.runs(workload_id, target_id)) {
+            if (r.strategy != opt.strategy) continue;
+            trials_before_budget += r.trials_done;
+            if (r.id != run_id) elapsed_before += r.elapsed_s;
+        }
+    }
+    if (auto b = db.best(workload_id, target_id)) best_ms = b->measurement.median_ms;
+
+    for (int i = 0; i < opt.jobs; i++) {
+        slots.emplace_back();
+        replace_worker(slots.back());
+    }
+    if (opt.baselines) baselines();
+    drive(true);
+
+    // Re-measure the best configs: a lucky measurement should not win.
+    if (!stopping() && opt.remeasure > 0) {
+        for (const tuning_db::BestConfig &b : db.top_k(workload_id, target_id, opt.remeasure)) {
+            Candidate c;
+            c.kind = Candidate::Kind::remeasure;
+            c.hash = b.config.hash;
+            c.config_json = b.config.config_json;
+            c.trace_json = b.config.trace_json;
+            queue.push_back(std::move(c));
+        }
+        drive(false);
+    }
+    progress(true);
+    for (Slot &s : slots)
+        s.worker.reset();
+    result.elapsed_s = seconds_since(start);
+    result.interrupted = stopping();
+    if (!result.interrupted) db.finish_run(run_id);
+
+    if (auto b = db.best(workload_id, target_id)) {
+        result.best_ms = b->measurement.median_ms;
+        result.best_config_json = b->config.config_json;
+        result.best_trace_json = b->config.trace_json;
+        try {
+            result.best_cpp = ScheduleTrace::parse(b->config.trace_json).to_cpp();
+        } catch (const CompileError &e) {
+            result.best_cpp = std::string("// cannot print the trace: ") + e.what() + "\n";
+        }
+    }
+
+    // The summary.
+    out << "run " << run_id << (result.resumed ? " (resumed)" : "") << ": " << result.recorded
+        << " measurements recorded in " << format_duration(result.elapsed_s) << " (";
+    bool first = true;
+    for (const auto &[name, n] : result.per_status) {
+        out << (first ? "" : ", ") << name << " " << n;
+        first = false;
+    }
+    out << ")\n";
+    if (result.best_ms) {
+        char buf[160];
+        double rate = op.work(shape) / (*result.best_ms * 1e-3) * 1e-9;
+        std::snprintf(buf, sizeof buf, "best: %.4g ms (%.1f %s) for %s %s\n", *result.best_ms, rate,
+                      op.work_unit.c_str(), op.name.c_str(), apps::shape_to_string(shape).c_str());
+        out << buf;
+        out << "config: " << result.best_config_json << "\n";
+        auto speedup = [&](const char *what, const std::optional<double> &ms) {
+            if (!ms) {
+                out << "speedup over the " << what << " schedule: not measured\n";
+                return;
+            }
+            std::snprintf(buf, sizeof buf, "speedup over the %s schedule (%.4g ms): %.2fx\n", what,
+                          *ms, *ms / *result.best_ms);
+            out << buf;
+        };
+        speedup("default", result.default_ms);
+        speedup("hand", result.hand_ms);
+        out << "schedule as C++:\n" << result.best_cpp;
+    } else {
+        out << "no candidate ran correctly yet\n";
+    }
+    if (result.interrupted) {
+        out << "stopped; every finished measurement is saved in " << opt.db_path
+            << ". Resume with the same command (kiln tune " << op.name << " --shape "
+            << apps::shape_to_string(shape) << " --strategy " << opt.strategy << " --db "
+            << opt.db_path << " ...); --no-resume starts over\n";
+    }
+    return result;
+}
+
+} // namespace
+
+TuneResult tune(const TuneOptions &options, std::ostream &out, std::ostream &err) {
+    apps::register_builtin_operators();
+    Tuner t(options, out, err);
+    return t.run();
+}
+
+} // namespace kiln::autotune

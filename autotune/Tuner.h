@@ -1,0 +1,86 @@
+// The tuner loop behind `kiln tune`: a strategy proposes configs of the operator's search space;
+// `jobs` worker processes (autotune/Runner.h) build candidates in parallel while one of them, at
+// most, measures; every result is committed to the tuning database before the next measurement
+// starts, and the strategy's state is saved with it, so `kill -9` loses at most the candidate in
+// flight and a resumed run neither repeats nor loses a measurement.
+//
+// Statuses (tuning_db::Status): ok; compile_error (the trace does not apply, lower or compile);
+// runtime_error (the kernel returned an error); crash (the worker died of a signal or exited);
+// timeout (no answer before the deadline: max(--timeout, 20 x best median) for the first run,
+// generous limits for compiling and for the reference); wrong_answer (the first run's output is
+// off the operator's reference by more than its tolerance). After a crash or a timeout the worker
+// is replaced and the job goes on.
+//
+// Resume (on by default): the latest unfinished run of the same workload, target and strategy is
+// continued: its strategy state is restored, and any config that already has a measurement for
+// this workload and target (from any run) is never measured again. With budget_across_runs the
+// trial budget counts the trials of the resumed run too.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apps/Operator.h"
+#include "autotune/SearchSpace.h"
+#include "tuning_db/TuningDB.h"
+
+namespace kiln::autotune {
+
+/// This machine as a tuning target, with the threads kernels run with.
+tuning_db::TargetKey host_target_key(int threads);
+/// The workload key of an operator at a shape (its algorithm hash from a fresh instance).
+tuning_db::WorkloadKey workload_key(const apps::Operator &op, const std::vector<int64_t> &shape);
+/// The number of threads kernels use when none is asked for: the machine's hardware threads.
+int default_threads();
+
+struct TuneOptions {
+    std::string op;
+    std::vector<int64_t> shape; ///< empty: the operator's default shape
+    std::string db_path = "tuning_db/kiln.db";
+    std::string strategy = "bandit";
+    std::string space = "template"; ///< "template" (hand-written when there is one) or "auto"
+    int64_t trials = 0;             ///< search trials; 0 = no limit
+    double time_s = 0;              ///< wall-clock limit; 0 = no limit
+    int jobs = 2;                   ///< worker processes (candidates built in parallel)
+    int threads = 0;                ///< threads each kernel runs with; 0 = default_threads()
+    uint64_t seed = 1;
+    bool resume = true;
+    bool budget_across_runs = false;
+    bool baselines = true;       ///< measure the default and the hand schedule first
+    int remeasure = 3;           ///< the top configs measured again at the end
+    double min_time_ms = 100;    ///< measuring time per candidate
+    double timeout_s = 1;        ///< floor of the run deadline (max with 20 x best)
+    double first_timeout_s = 10; ///< run deadline before any ok measurement
+    double compile_timeout_s = 300;
+    std::string worker_path; ///< empty: default_worker_path()
+    bool progress = true;    ///< the live progress line on `err`
+    /// Set from a signal handler to stop cleanly (committed work is kept; resume continues).
+    const std::atomic<bool> *stop = nullptr;
+};
+
+struct TuneResult {
+    int64_t run_id = 0;
+    bool resumed = false;
+    bool interrupted = false;
+    int64_t trials = 0;   ///< search measurements recorded by this invocation
+    int64_t recorded = 0; ///< every measurement recorded (baselines and re-measurements too)
+    int64_t skipped = 0;  ///< proposals already in the database, not measured again
+    std::map<std::string, int64_t> per_status;
+    std::optional<double> best_ms;
+    std::string best_config_json, best_trace_json, best_cpp;
+    std::optional<double> default_ms, hand_ms;
+    double elapsed_s = 0;
+};
+
+/// Runs the tuner. Progress and warnings go to `err`, the final summary to `out`. Raises
+/// CompileError/RuntimeError for bad options (unknown operator, strategy or shape, a database
+/// that cannot be opened).
+TuneResult tune(const TuneOptions &options, std::ostream &out = std::cout,
+                std::ostream &err = std::cerr);
+
+} // namespace kiln::autotune

@@ -1,0 +1,174 @@
+#include "autotune/Worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/Operator.h"
+#include "codegen/Pipeline.h"
+#include "lang/Error.h"
+#include "runtime/kiln_runtime.h"
+#include "schedule/ScheduleTrace.h"
+
+namespace kiln::autotune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+double ms_since(Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+void reply(std::FILE *out, const json &j) {
+    std::string s = j.dump() + "\n";
+    std::fwrite(s.data(), 1, s.size(), out);
+    std::fflush(out);
+}
+
+json failure(const char *status, const std::string &error) {
+    return {{"status", status}, {"error", error}};
+}
+
+struct Built {
+    const apps::Operator *op = nullptr;
+    std::optional<apps::OperatorInstance> inst;
+    CompiledPipeline compiled;
+    std::string key; ///< op and shape, for the reference cache
+};
+
+class Worker {
+public:
+    json build(const json &req) {
+        built.reset();
+        auto start = Clock::now();
+        try {
+            const apps::Operator &op = apps::find_operator(req.at("op").get<std::string>());
+            std::vector<int64_t> shape = req.at("shape").get<std::vector<int64_t>>();
+            kiln_set_num_threads(req.value("threads", 0));
+            Built b;
+            b.op = &op;
+            b.key = op.name + " " + apps::shape_to_string(shape);
+            b.inst = op.make(shape);
+            ScheduleTrace::from_json(req.at("trace")).apply({b.inst->output});
+            b.compiled = b.inst->pipeline().compile_jit();
+            built = std::move(b);
+        } catch (const CompileError &e) {
+            return failure("compile_error", e.what());
+        } catch (const RuntimeError &e) {
+            return failure("compile_error", e.what());
+        } catch (const InternalError &e) {
+            return failure("compile_error", std::string("internal error: ") + e.what());
+        } catch (const std::exception &e) {
+            return failure("compile_error", e.what());
+        }
+        return {{"status", "built"}, {"compile_ms", ms_since(start)}};
+    }
+
+    json measure(const json &req, std::FILE *out) {
+        if (!built) return failure("runtime_error", "measure without a built candidate");
+        const double min_time_ms = req.value("min_time_ms", 200.0);
+        const int warmup = req.value("warmup", 1);
+        const int max_repeats = std::max(3, req.value("max_repeats", 200));
+        const apps::OperatorInstance &inst = *built->inst;
+        inst.bind_inputs();
+        BufferBase output = inst.make_output();
+        auto run_once = [&]() -> std::optional<std::string> {
+            int rc = built->compiled.run({output});
+            if (rc != 0) return std::string(kiln_last_error_message());
+            return std::nullopt;
+        };
+
+        auto start = Clock::now();
+        if (auto err = run_once()) return failure("runtime_error", *err);
+        double first_ms = ms_since(start);
+        reply(out, {{"event", "ran"}, {"first_ms", first_ms}});
+
+        auto it = references.find(built->key);
+        if (it == references.end())
+            it = references.emplace(built->key, built->op->reference(inst)).first;
+        double err = apps::max_relative_error(output, it->second);
+        if (!(err <= built->op->tolerance)) {
+            char buf[200];
+            std::snprintf(buf, sizeof buf,
+                          "max relative error %.3g against the reference exceeds the tolerance "
+                          "%.3g of '%s'",
+                          err, built->op->tolerance, built->op->name.c_str());
+            return failure("wrong_answer", buf);
+        }
+        reply(out, {{"event", "checked"}, {"max_relative_error", err}});
+
+        // Batches: a sample of a fast kernel covers about 1 ms.
+        const int batch =
+            first_ms >= 1.0 ? 1 : int(std::min(1000.0, std::ceil(1.0 / std::max(first_ms, 1e-3))));
+        for (int i = 0; i < warmup * batch; i++) {
+            if (auto e = run_once()) return failure("runtime_error", *e);
+        }
+        std::vector<double> times;
+        auto measuring = Clock::now();
+        while (int(times.size()) < max_repeats &&
+               (times.size() < 3 || ms_since(measuring) < min_time_ms)) {
+            auto t0 = Clock::now();
+            for (int i = 0; i < batch; i++) {
+                if (auto e = run_once()) return failure("runtime_error", *e);
+            }
+            times.push_back(ms_since(t0) / batch);
+        }
+        std::vector<double> sorted = times;
+        std::sort(sorted.begin(), sorted.end());
+        size_t n = sorted.size();
+        double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+        return {{"status", "ok"},
+                {"times_ms", times},
+                {"median_ms", median},
+                {"spread_ms", sorted.back() - sorted.front()}};
+    }
+
+private:
+    std::optional<Built> built;
+    std::map<std::string, BufferBase> references;
+};
+
+} // namespace
+
+int run_worker(std::FILE *in, std::FILE *out) {
+    apps::register_builtin_operators();
+    Worker worker;
+    std::string line;
+    for (;;) {
+        line.clear();
+        int c;
+        while ((c = std::fgetc(in)) != EOF && c != '\n')
+            line.push_back(char(c));
+        if (line.empty() && c == EOF) return 0;
+        if (line.empty()) continue;
+        json req;
+        try {
+            req = json::parse(line);
+        } catch (const json::exception &e) {
+            reply(out, failure("runtime_error", std::string("worker: bad request: ") + e.what()));
+            continue;
+        }
+        std::string cmd = req.value("cmd", "");
+        if (cmd == "quit") return 0;
+        try {
+            if (cmd == "build") {
+                reply(out, worker.build(req));
+            } else if (cmd == "measure") {
+                reply(out, worker.measure(req, out));
+            } else {
+                reply(out, failure("runtime_error", "worker: unknown command '" + cmd + "'"));
+            }
+        } catch (const std::exception &e) {
+            reply(out, failure("runtime_error", e.what()));
+        }
+    }
+}
+
+} // namespace kiln::autotune

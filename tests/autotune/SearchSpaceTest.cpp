@@ -1,0 +1,273 @@
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "apps/Operator.h"
+#include "autotune/AutoSpace.h"
+#include "autotune/Features.h"
+#include "autotune/SearchSpace.h"
+#include "autotune/Templates.h"
+#include "codegen/Target.h"
+#include "lang/Error.h"
+
+using namespace kiln;
+using namespace kiln::autotune;
+
+namespace {
+
+SearchSpace small_space() {
+    SearchSpace s("small");
+    s.add_divisors("split", 12);          // 1 2 3 4 6 12
+    s.add_powers_of_two("vector", 4, 16); // 4 8 16
+    s.add_range("unroll", 1, 3);          // 1 2 3
+    s.add_choice("where", {"inline", "root"});
+    s.add_bool("parallel");
+    s.add_permutation("order", {"x", "y", "c"});
+    s.add_constraint("split * vector <= 48",
+                     [](const ConfigView &c) { return c.i("split") * c.i("vector") <= 48; });
+    return s;
+}
+
+std::string message_of(const std::function<void()> &f) {
+    try {
+        f();
+    } catch (const CompileError &e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+} // namespace
+
+TEST(SearchSpace, KnobsListTheirValues) {
+    SearchSpace s = small_space();
+    ASSERT_EQ(s.knobs().size(), 6u);
+    EXPECT_EQ(s.knobs()[0].values, (std::vector<nlohmann::json>{1, 2, 3, 4, 6, 12}));
+    EXPECT_EQ(s.knobs()[1].values, (std::vector<nlohmann::json>{4, 8, 16}));
+    EXPECT_EQ(s.knobs()[2].values, (std::vector<nlohmann::json>{1, 2, 3}));
+    EXPECT_EQ(s.knobs()[4].values, (std::vector<nlohmann::json>{false, true}));
+    // All 6 orders, the given one first.
+    EXPECT_EQ(s.knobs()[5].values.size(), 6u);
+    EXPECT_EQ(s.knobs()[5].values[0], nlohmann::json({"x", "y", "c"}));
+    EXPECT_EQ(s.size(), 6 * 3 * 3 * 2 * 2 * 6);
+}
+
+TEST(SearchSpace, ConfigJsonRoundTripsAndViewsAreTyped) {
+    SearchSpace s = small_space();
+    nlohmann::json j = {{"split", 4},      {"vector", 8},      {"unroll", 2},
+                        {"where", "root"}, {"parallel", true}, {"order", {"y", "x", "c"}}};
+    Config c = s.from_json(j);
+    EXPECT_EQ(s.to_json(c), j);
+    ConfigView v(s, c);
+    EXPECT_EQ(v.i("split"), 4);
+    EXPECT_EQ(v.s("where"), "root");
+    EXPECT_TRUE(v.b("parallel"));
+    EXPECT_EQ(v.perm("order"), (std::vector<std::string>{"y", "x", "c"}));
+    EXPECT_EQ(message_of([&] { v.s("split"); }),
+              "config: knob 'split' of space 'small' is not a choice knob");
+}
+
+TEST(SearchSpace, BadConfigsAreRejectedWithClearMessages) {
+    SearchSpace s = small_space();
+    nlohmann::json good = {{"split", 4},      {"vector", 8},      {"unroll", 2},
+                           {"where", "root"}, {"parallel", true}, {"order", {"x", "y", "c"}}};
+    nlohmann::json bad_value = good;
+    bad_value["split"] = 5;
+    EXPECT_EQ(message_of([&] { s.from_json(bad_value); }),
+              "config: knob 'split' of space 'small' must be one of 1, 2, 3, 4, 6, 12, got 5");
+    nlohmann::json unknown = good;
+    unknown["tile"] = 3;
+    EXPECT_EQ(message_of([&] { s.from_json(unknown); }),
+              "config: space 'small' has no knob 'tile'; its knobs are: split, vector, unroll, "
+              "where, parallel, order");
+    nlohmann::json missing = good;
+    missing.erase("where");
+    EXPECT_EQ(message_of([&] { s.from_json(missing); }),
+              "config for space 'small' misses knob 'where'; give one of: \"inline\", \"root\"");
+    nlohmann::json broken = good;
+    broken["split"] = 12;
+    broken["vector"] = 8;
+    EXPECT_EQ(message_of([&] { s.from_json(broken); }),
+              "config " + broken.dump() +
+                  " breaks the constraint 'split * vector <= 48' of space 'small'");
+    EXPECT_EQ(message_of([&] { s.from_json(nlohmann::json::array()); }),
+              "config for space 'small' must be a JSON object of knob name -> value, got []");
+}
+
+TEST(SearchSpace, BuildingErrorsNameTheKnob) {
+    SearchSpace s("t");
+    s.add_bool("a");
+    EXPECT_EQ(message_of([&] { s.add_bool("a"); }), "search space 't': knob 'a' is defined twice");
+    EXPECT_EQ(message_of([&] { s.add_range("r", 5, 1); }),
+              "search space 't': knob 'r' has no values; widen its range");
+    EXPECT_EQ(message_of([&] { s.add_range("r", 1, 5, 0); }),
+              "search space 't': knob 'r' needs a positive step, got 0");
+}
+
+TEST(SearchSpace, ConstraintsFilterRandomAndEnumeratedConfigs) {
+    SearchSpace s = small_space();
+    std::mt19937_64 rng(7);
+    int valid = 0;
+    for (int i = 0; i < 500; i++) {
+        Config c = s.random(rng);
+        if (s.valid(c)) {
+            valid++;
+            EXPECT_LE(ConfigView(s, c).i("split") * ConfigView(s, c).i("vector"), 48);
+        } else {
+            EXPECT_EQ(s.violated(c), "split * vector <= 48");
+        }
+    }
+    EXPECT_GT(valid, 0);
+    EXPECT_LT(valid, 500);
+    // Enumeration visits every config once.
+    std::set<std::string> hashes;
+    for (int64_t i = 0; i < s.size(); i++)
+        hashes.insert(s.hash(s.at(i)));
+    EXPECT_EQ(int64_t(hashes.size()), s.size());
+}
+
+TEST(SearchSpace, HashDependsOnSaltAndValues) {
+    SearchSpace s = small_space();
+    Config c = s.at(5);
+    std::string h = s.hash(c);
+    EXPECT_EQ(h.size(), 16u);
+    EXPECT_EQ(h, s.hash(c));
+    EXPECT_NE(h, s.hash(s.at(6)));
+    s.set_salt("0x1/64x64");
+    EXPECT_NE(h, s.hash(c));
+}
+
+TEST(SearchSpace, MatmulTemplateContainsTheHandSchedule) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("matmul");
+    std::vector<int64_t> shape{64, 64, 64};
+    std::optional<SearchSpace> t = template_space(op, shape);
+    ASSERT_TRUE(t);
+    int vec = std::max(4, Target::host().vector_bits / 32);
+    nlohmann::json hand = {{"lanes", std::min(vec, 16)},
+                           {"tile_j", 2 * std::min(vec, 16)},
+                           {"tile_i", 8},
+                           {"outer_order", "io_inner"},
+                           {"b_panel", "at_jo"},
+                           {"prod_at", "tile"},
+                           {"k_unroll", 1},
+                           {"unroll_i", true},
+                           {"parallel", true}};
+    Config c = t->from_json(hand);
+    apps::OperatorInstance inst = op.make(shape);
+    t->apply(inst, c);
+    BufferBase out = inst.realize();
+    EXPECT_LE(apps::max_relative_error(out, op.reference(inst)), op.tolerance);
+}
+
+TEST(SearchSpace, BrokenConfigIsRejectedBeforeScheduling) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("matmul");
+    SearchSpace t = *template_space(op, {64, 64, 64});
+    Config c = t.at(0); // lanes 4, tile_j 4: valid
+    ASSERT_TRUE(t.valid(c));
+    c.index[size_t(t.knob_index("tile_j"))] = 0;
+    c.index[size_t(t.knob_index("tile_i"))] = 6; // 16
+    c.index[size_t(t.knob_index("lanes"))] = 0;
+    c.index[size_t(t.knob_index("k_unroll"))] = 1; // 2: fine
+    c.index[size_t(t.knob_index("tile_j"))] = 5;   // 128 > N = 64
+    ASSERT_EQ(t.violated(c), "tile_j <= N and tile_i <= M");
+    std::string message = message_of([&] { t.trace(op, {64, 64, 64}, c); });
+    EXPECT_NE(message.find("breaks the constraint '" + t.violated(c) + "' of space 'matmul'"),
+              std::string::npos)
+        << message;
+}
+
+TEST(SearchSpace, AutoSpaceSchedulesEveryOperator) {
+    apps::register_builtin_operators();
+    const std::vector<std::pair<std::string, std::string>> ops = {
+        {"blur", "64x48"},      {"matmul", "32x32x32"},  {"softmax", "64x32"},
+        {"layernorm", "64x32"}, {"conv2d", "8x8x16x16"}, {"blur_u16", "64x48"}};
+    for (const auto &[name, shape_text] : ops) {
+        const apps::Operator &op = apps::find_operator(name);
+        std::vector<int64_t> shape = apps::parse_shape(op, shape_text);
+        SearchSpace s = auto_space(op, shape);
+        ASSERT_GT(s.knobs().size(), 2u) << name;
+        std::mt19937_64 rng(3);
+        int lowered = 0, tried = 0;
+        std::string last_error;
+        for (int i = 0; i < 200 && tried < 6; i++) {
+            Config c = s.random(rng);
+            if (!s.valid(c)) continue;
+            tried++;
+            try {
+                apps::OperatorInstance inst = op.make(shape);
+                s.apply(inst, c);
+                LoweredFunc f = inst.pipeline().lower();
+                std::vector<float> features = loop_nest_features(f, inst);
+                EXPECT_EQ(features.size(), feature_names().size());
+                lowered++;
+            } catch (const CompileError &e) {
+                last_error = e.what();
+                // Some automatic configs do not fit the pipeline: the tuner records them as
+                // compile errors.
+            }
+        }
+        EXPECT_GT(tried, 0) << name;
+        EXPECT_GT(lowered, 0) << name
+                              << ": no random config of the automatic space lowered; last error: "
+                              << last_error;
+    }
+}
+
+TEST(Features, SeeVectorWidthAndParallelLoops) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("blur");
+    std::vector<int64_t> shape{64, 48};
+    apps::OperatorInstance plain = op.make(shape);
+    std::vector<float> a = loop_nest_features(plain.pipeline().lower(), plain);
+    apps::OperatorInstance vec = op.make(shape);
+    vec.output.vectorize(Var(vec.output.args()[0]), 8).parallel(Var(vec.output.args()[1]));
+    std::vector<float> b = loop_nest_features(vec.pipeline().lower(), vec);
+    const auto &names = feature_names();
+    auto at = [&](const std::vector<float> &v, const std::string &n) {
+        return v[size_t(std::find(names.begin(), names.end(), n) - names.begin())];
+    };
+    EXPECT_EQ(at(a, "vector_lanes"), 1);
+    EXPECT_EQ(at(b, "vector_lanes"), 8);
+    EXPECT_EQ(at(a, "parallel_loops"), 0);
+    EXPECT_EQ(at(b, "parallel_loops"), 1);
+    EXPECT_GT(at(a, "log2_flops"), 0);
+}
+
+TEST(SearchSpace, BlurAndConv2dTemplatesScheduleCorrectly) {
+    apps::register_builtin_operators();
+    int vec = std::max(4, Target::host().vector_bits / 32);
+    struct Case {
+        std::string op, shape;
+        nlohmann::json config;
+    };
+    std::vector<Case> cases = {{"blur",
+                                "64x48",
+                                {{"tile_x", 32},
+                                 {"tile_y", 32},
+                                 {"lanes", vec},
+                                 {"blur_x_at", "tile"},
+                                 {"unroll_y", false},
+                                 {"parallel", true}}},
+                               {"conv2d",
+                                "8x32x12x12",
+                                {{"lanes", std::min(vec, 16)},
+                                 {"tile_co", 2 * std::min(vec, 16)},
+                                 {"tile_x", 8},
+                                 {"conv_at", "xo"},
+                                 {"r_order", {"r.x", "r.y", "r.z"}},
+                                 {"unroll_x", true},
+                                 {"parallel", true}}}};
+    for (const Case &c : cases) {
+        const apps::Operator &op = apps::find_operator(c.op);
+        std::vector<int64_t> shape = apps::parse_shape(op, c.shape);
+        std::optional<SearchSpace> t = template_space(op, shape);
+        ASSERT_TRUE(t) << c.op;
+        apps::OperatorInstance inst = op.make(shape);
+        t->apply(inst, t->from_json(c.config));
+        BufferBase out = inst.realize();
+        EXPECT_LE(apps::max_relative_error(out, op.reference(inst)), op.tolerance) << c.op;
+    }
+}

@@ -1,0 +1,166 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "autotune/CostModel.h"
+#include "autotune/Strategy.h"
+#include "lang/Error.h"
+
+using namespace kiln;
+using namespace kiln::autotune;
+
+namespace {
+
+SearchSpace toy_space() {
+    SearchSpace s("toy");
+    s.add_powers_of_two("a", 1, 32);    // 6 values
+    s.add_powers_of_two("b", 1, 16);    // 5
+    s.add_choice("c", {"p", "q", "r"}); // 3
+    s.add_bool("d");                    // 2
+    s.add_constraint("a * b <= 128",
+                     [](const ConfigView &v) { return v.i("a") * v.i("b") <= 128; });
+    return s;
+}
+
+/// A synthetic cost with a single best point (a = 8, b = 4, c = q, d = true), and failures where
+/// a = 32 and b = 1.
+Outcome cost(const SearchSpace &s, const Config &c) {
+    ConfigView v(s, c);
+    if (v.i("a") == 32 && v.i("b") == 1) return {tuning_db::Status::crash, 0};
+    double ms = 1.0 + std::abs(std::log2(double(v.i("a"))) - 3) +
+                std::abs(std::log2(double(v.i("b"))) - 2) + (v.s("c") == "q" ? 0 : 1) +
+                (v.b("d") ? 0 : 0.5);
+    return {tuning_db::Status::ok, ms};
+}
+
+struct Harness {
+    SearchSpace space = toy_space();
+    std::set<std::string> measured;
+    ProposalContext ctx{space, [this](const std::string &h) { return measured.count(h) != 0; },
+                        [this](const Config &c) -> std::optional<std::vector<float>> {
+                            std::vector<float> f;
+                            for (int i : c.index)
+                                f.push_back(float(i));
+                            return f;
+                        }};
+
+    /// Runs the strategy for `trials` measurements in batches of `batch`; returns the best time.
+    double run(Strategy &s, int trials, int batch = 3) {
+        double best = INFINITY;
+        int done = 0;
+        while (done < trials) {
+            std::vector<Config> got = s.propose(ctx, std::min(batch, trials - done));
+            EXPECT_LE(int(got.size()), std::min(batch, trials - done));
+            if (got.empty()) break;
+            std::set<std::string> in_batch;
+            for (const Config &c : got) {
+                std::string h = space.hash(c);
+                EXPECT_TRUE(space.valid(c)) << s.name() << " proposed an invalid config";
+                EXPECT_FALSE(measured.count(h)) << s.name() << " proposed a measured config";
+                EXPECT_TRUE(in_batch.insert(h).second) << s.name() << " repeated in a batch";
+            }
+            for (const Config &c : got) {
+                measured.insert(space.hash(c));
+                Outcome o = cost(space, c);
+                if (o.ok()) best = std::min(best, o.median_ms);
+                s.observe(ctx, c, o);
+                done++;
+            }
+        }
+        return best;
+    }
+};
+
+} // namespace
+
+TEST(Strategy, EachProposesValidDistinctNewConfigsWithinBudget) {
+    for (const std::string &name : strategy_names()) {
+        Harness h;
+        std::unique_ptr<Strategy> s = make_strategy(name, 11);
+        EXPECT_EQ(s->name(), name);
+        double best = h.run(*s, 40);
+        EXPECT_EQ(h.measured.size(), 40u) << name;
+        EXPECT_TRUE(std::isfinite(best)) << name;
+    }
+}
+
+TEST(Strategy, GridEnumeratesEveryValidConfigOnceThenStops) {
+    Harness h;
+    auto s = make_strategy("grid", 1);
+    int64_t valid = 0;
+    for (int64_t i = 0; i < h.space.size(); i++)
+        valid += h.space.valid(h.space.at(i));
+    h.run(*s, 1000, 7);
+    EXPECT_EQ(int64_t(h.measured.size()), valid);
+    EXPECT_TRUE(s->propose(h.ctx, 3).empty());
+}
+
+TEST(Strategy, GuidedStrategiesFindTheOptimumOfASmoothCost) {
+    // 162 valid configs; the guided strategies should find the best within 100 trials.
+    for (const char *name : {"evolution", "annealing", "model", "bandit"}) {
+        Harness h;
+        auto s = make_strategy(name, 5);
+        EXPECT_EQ(h.run(*s, 100, 4), 1.0) << name;
+    }
+}
+
+TEST(Strategy, StateRoundTripsThroughJsonAndContinuesTheSameWay) {
+    for (const std::string &name : strategy_names()) {
+        Harness h;
+        auto a = make_strategy(name, 21);
+        h.run(*a, 15);
+        nlohmann::json state = nlohmann::json::parse(a->state().dump());
+        auto b = make_strategy(name, 999); // the seed comes back with the state
+        b->restore(state);
+        EXPECT_EQ(b->state(), a->state()) << name;
+        std::vector<Config> pa = a->propose(h.ctx, 3), pb = b->propose(h.ctx, 3);
+        ASSERT_EQ(pa.size(), pb.size()) << name;
+        for (size_t i = 0; i < pa.size(); i++)
+            EXPECT_EQ(pa[i], pb[i]) << name << " proposal " << i;
+    }
+}
+
+TEST(Strategy, MalformedStateIsRejectedWithItsFieldName) {
+    auto s = make_strategy("evolution", 1);
+    try {
+        s->restore(nlohmann::json{{"rng", "x"}});
+        FAIL() << "no error";
+    } catch (const RuntimeError &e) {
+        EXPECT_STREQ(e.what(), "strategy state: 'rng' is not a saved generator state");
+    }
+    auto g = make_strategy("grid", 1);
+    try {
+        g->restore(nlohmann::json::object());
+        FAIL() << "no error";
+    } catch (const RuntimeError &e) {
+        EXPECT_STREQ(e.what(), "strategy state of 'grid' misses the field 'next'");
+    }
+}
+
+TEST(Strategy, UnknownNameListsTheStrategies) {
+    try {
+        make_strategy("hill", 1);
+        FAIL() << "no error";
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(), "unknown strategy 'hill'; choose one of: random, grid, evolution, "
+                               "annealing, model, bandit");
+    }
+}
+
+TEST(CostModel, RanksByTheLearnedFunction) {
+    // score = -(x0 - 3)^2: the model should rank x0 = 3 above x0 = 0 and 6.
+    std::vector<std::vector<float>> rows;
+    std::vector<float> scores;
+    for (int i = 0; i < 40; i++) {
+        float x = float(i % 7), y = float(i % 3);
+        rows.push_back({x, y});
+        scores.push_back(-(x - 3) * (x - 3));
+    }
+    CostModel m;
+    m.fit(rows, scores);
+    std::vector<float> p = m.predict({{0, 1}, {3, 1}, {6, 1}});
+    ASSERT_EQ(p.size(), 3u);
+    EXPECT_GT(p[1], p[0]);
+    EXPECT_GT(p[1], p[2]);
+}

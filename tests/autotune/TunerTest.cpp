@@ -1,0 +1,476 @@
+// The tuner end to end: real worker processes, a real SQLite database in a temporary directory,
+// and the kiln command line spawned as a child for kill -9, Ctrl-C and concurrency. Shapes and
+// budgets are small so that each test takes a few seconds.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "autotune/Emit.h"
+#include "autotune/Simulator.h"
+#include "autotune/Strategy.h"
+#include "autotune/Tuner.h"
+#include "lang/Error.h"
+#include "tuning_db/TuningDB.h"
+
+extern char **environ;
+
+using namespace kiln;
+using namespace kiln::autotune;
+namespace fs = std::filesystem;
+
+namespace {
+
+class TempDir {
+public:
+    TempDir() {
+        char tmpl[] = "/tmp/kiln-autotune-test-XXXXXX";
+        path = mkdtemp(tmpl);
+    }
+    ~TempDir() { fs::remove_all(path); }
+    std::string operator/(const std::string &name) const { return path + "/" + name; }
+    std::string path;
+};
+
+TuneOptions quick(const std::string &op, std::vector<int64_t> shape, const std::string &db) {
+    TuneOptions o;
+    o.op = op;
+    o.shape = std::move(shape);
+    o.db_path = db;
+    o.strategy = "random";
+    o.trials = 4;
+    o.jobs = 2;
+    o.threads = 1;
+    o.min_time_ms = 5;
+    o.remeasure = 0;
+    o.progress = false;
+    o.worker_path = KILN_WORKER_PATH;
+    return o;
+}
+
+struct Rows {
+    int64_t total = 0;
+    std::map<std::string, int64_t> per_status;
+    std::map<std::string, int64_t> per_config; ///< config hash -> rows
+};
+
+Rows rows_of(const std::string &db_path, const std::string &op, const std::string &shape,
+             int64_t run_id = 0) {
+    auto db = tuning_db::Database::open_existing(db_path);
+    Rows r;
+    for (const auto &w : db.workloads_matching(op, shape)) {
+        for (const auto &t : db.targets()) {
+            for (const auto &m : db.history(w.id, t.id, run_id)) {
+                r.total++;
+                r.per_status[tuning_db::to_string(m.status)]++;
+                r.per_config[m.config_hash]++;
+            }
+        }
+    }
+    return r;
+}
+
+/// Starts `kiln` with the arguments, stdout and stderr to `log`; returns the pid.
+pid_t spawn_kiln(const std::vector<std::string> &args, const std::string &log) {
+    std::vector<std::string> all{KILN_CLI_PATH};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char *> argv;
+    for (auto &a : all)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, all[0].c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    EXPECT_EQ(rc, 0) << "cannot start " << all[0];
+    return pid;
+}
+
+int wait_exit(pid_t pid) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+}
+
+std::string read_file(const std::string &path) {
+    std::ifstream f(path);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+/// Waits until the database holds at least n measurements of the workload (120 s at most: a
+/// sanitizer build on a loaded machine is slow; this is a deadline, not a timing gate).
+bool wait_for_rows(const std::string &db, const std::string &op, const std::string &shape,
+                   int64_t n) {
+    for (int i = 0; i < 2400; i++) {
+        if (fs::exists(db)) {
+            try {
+                if (rows_of(db, op, shape).total >= n) return true;
+            } catch (const std::exception &) {
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+}
+
+std::vector<std::string> tune_args(const std::string &db, int trials, int seed = 1) {
+    return {"tune",          "blur",
+            "--shape",       "64x48",
+            "--trials",      std::to_string(trials),
+            "--strategy",    "random",
+            "--db",          db,
+            "--jobs",        "2",
+            "--threads",     "1",
+            "--seed",        std::to_string(seed),
+            "--min-time-ms", "5",
+            "--remeasure",   "0",
+            "--quiet"};
+}
+
+} // namespace
+
+TEST(Tuner, FindsAnOkBestAndRecordsEveryTrial) {
+    TempDir dir;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.remeasure = 1;
+    std::ostringstream out, err;
+    TuneResult r = tune(o, out, err);
+    EXPECT_EQ(r.trials, 4);
+    ASSERT_TRUE(r.best_ms) << out.str() << err.str();
+    EXPECT_TRUE(r.default_ms);
+    EXPECT_TRUE(r.hand_ms);
+    // 4 trials + 2 baselines + 1 re-measurement.
+    EXPECT_EQ(r.recorded, 7);
+    Rows rows = rows_of(o.db_path, "blur", "64x48");
+    EXPECT_EQ(rows.total, 7);
+    EXPECT_NE(out.str().find("speedup over the default schedule"), std::string::npos) << out.str();
+    EXPECT_NE(out.str().find("schedule as C++:\nblur"), std::string::npos) << out.str();
+}
+
+TEST(Tuner, ModelGuidedRunRanksLoweredCandidates) {
+    // Past its 8 random warm-up trials, the model strategy lowers a pool of candidates, extracts
+    // their features and ranks them with XGBoost; its state keeps every sample.
+    TempDir dir;
+    std::ostringstream out, err;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.strategy = "model";
+    o.trials = 12;
+    o.baselines = false;
+    TuneResult r = tune(o, out, err);
+    EXPECT_EQ(r.trials, 12);
+    EXPECT_EQ(r.recorded, 12);
+    auto db = tuning_db::Database::open_existing(o.db_path);
+    auto run = db.run(r.run_id);
+    ASSERT_TRUE(run);
+    nlohmann::json state = nlohmann::json::parse(run->state_json);
+    EXPECT_EQ(state["strategy"]["samples"].size(), size_t(r.per_status["ok"]));
+    EXPECT_EQ(run->trials_done, 12);
+}
+
+TEST(Tuner, CrashHangAndWrongAnswerAreRecordedAndTheJobGoesOn) {
+    TempDir dir;
+    std::string db = dir / "k.db";
+    std::ostringstream out, err;
+    TuneResult crash = tune(quick("test_crash", {64, 64}, db), out, err);
+    EXPECT_EQ(crash.per_status["crash"], 6); // 4 trials + 2 baselines, each with a fresh worker
+    TuneOptions hang = quick("test_hang", {4, 1 << 20}, db);
+    hang.trials = 1;
+    hang.timeout_s = 0.3;
+    hang.first_timeout_s = 0.3;
+    TuneResult h = tune(hang, out, err);
+    EXPECT_EQ(h.per_status["timeout"], 3);
+    TuneResult wrong = tune(quick("test_wrong", {64, 64}, db), out, err);
+    EXPECT_EQ(wrong.per_status["wrong_answer"], 6);
+    TuneResult ok = tune(quick("blur", {64, 48}, db), out, err);
+    EXPECT_TRUE(ok.best_ms);
+    EXPECT_EQ(ok.per_status["ok"], 6);
+
+    Rows c = rows_of(db, "test_crash", "64x64");
+    EXPECT_EQ(c.per_status["crash"], 6);
+    auto d = tuning_db::Database::open_existing(db);
+    auto w = d.workloads_matching("test_crash", "64x64");
+    ASSERT_EQ(w.size(), 1u);
+    auto hist = d.history(w[0].id, d.targets()[0].id);
+    ASSERT_FALSE(hist.empty());
+    // A plain build reports the signal; under AddressSanitizer its handler reports the SEGV and
+    // exits.
+    EXPECT_TRUE(hist[0].error.find("worker killed by signal 11") != std::string::npos ||
+                hist[0].error.find("SEGV") != std::string::npos)
+        << hist[0].error;
+    auto wh = d.workloads_matching("test_hang", "4x1048576");
+    ASSERT_EQ(wh.size(), 1u);
+    auto hh = d.history(wh[0].id, d.targets()[0].id);
+    ASSERT_FALSE(hh.empty());
+    EXPECT_NE(hh[0].error.find("no answer while first run within 0.3 s"), std::string::npos)
+        << hh[0].error;
+}
+
+TEST(Tuner, ResumeContinuesTheRunWithoutRepeatingAConfig) {
+    TempDir dir;
+    std::ostringstream out, err;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    TuneOptions first = o;
+    first.trials = 3;
+    TuneResult a = tune(first, out, err);
+    // The run finished (budget reached): a new invocation starts a new run, and still measures
+    // no config twice.
+    TuneResult b = tune(first, out, err);
+    EXPECT_FALSE(b.resumed);
+    EXPECT_NE(a.run_id, b.run_id);
+    Rows rows = rows_of(o.db_path, "blur", "64x48");
+    EXPECT_EQ(rows.total, 2 + 3 + 3); // baselines once
+    for (const auto &[hash, n] : rows.per_config)
+        EXPECT_EQ(n, 1) << hash;
+
+    // --budget-across-runs: the 6 trials of earlier runs count, so 7 allows one more.
+    TuneOptions across = o;
+    across.trials = 7;
+    across.budget_across_runs = true;
+    TuneResult c = tune(across, out, err);
+    EXPECT_EQ(c.trials, 1);
+}
+
+TEST(Tuner, StopFlagLeavesTheRunOpenAndResumeRestoresIt) {
+    TempDir dir;
+    std::ostringstream out, err;
+    std::atomic<bool> stop{true}; // stops before any search trial
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.stop = &stop;
+    TuneResult a = tune(o, out, err);
+    EXPECT_TRUE(a.interrupted);
+    EXPECT_NE(out.str().find("Resume with the same command"), std::string::npos) << out.str();
+    stop = false;
+    TuneResult b = tune(o, out, err);
+    EXPECT_TRUE(b.resumed);
+    EXPECT_EQ(b.run_id, a.run_id);
+    EXPECT_EQ(b.trials, 4);
+}
+
+TEST(Tuner, KillNineThenResumeLosesAndRepeatsNothing) {
+    TempDir dir;
+    std::string db = dir / "k.db";
+    pid_t pid = spawn_kiln(tune_args(db, 1000), dir / "log1");
+    ASSERT_TRUE(wait_for_rows(db, "blur", "64x48", 6)) << read_file(dir / "log1");
+    kill(pid, SIGKILL);
+    wait_exit(pid);
+    Rows before = rows_of(db, "blur", "64x48");
+    ASSERT_GE(before.total, 6);
+
+    pid = spawn_kiln(tune_args(db, 4 + 0), dir / "log2");
+    // The resumed run has done >= 4 trials already, so it continues with 4 more of its own
+    // budget (budgets are per invocation unless --budget-across-runs).
+    EXPECT_EQ(wait_exit(pid), 0) << read_file(dir / "log2");
+    std::string log = read_file(dir / "log2");
+    EXPECT_NE(log.find("resuming run"), std::string::npos) << log;
+    Rows after = rows_of(db, "blur", "64x48");
+    EXPECT_EQ(after.total, before.total + 4) << log;
+    for (const auto &[hash, n] : before.per_config)
+        EXPECT_EQ(after.per_config[hash], n) << "row of " << hash << " lost";
+    for (const auto &[hash, n] : after.per_config)
+        EXPECT_EQ(n, 1) << hash << " measured twice";
+    auto d = tuning_db::Database::open_existing(db);
+    EXPECT_EQ(d.integrity_check(), "ok");
+}
+
+TEST(Tuner, SigintStopsCleanlyAndSaysHowToResume) {
+    TempDir dir;
+    std::string db = dir / "k.db";
+    pid_t pid = spawn_kiln(tune_args(db, 1000), dir / "log");
+    ASSERT_TRUE(wait_for_rows(db, "blur", "64x48", 4)) << read_file(dir / "log");
+    kill(pid, SIGINT);
+    EXPECT_EQ(wait_exit(pid), 130);
+    std::string log = read_file(dir / "log");
+    EXPECT_NE(log.find("Resume with the same command"), std::string::npos) << log;
+    auto d = tuning_db::Database::open_existing(db);
+    auto w = d.workloads_matching("blur", "64x48");
+    ASSERT_EQ(w.size(), 1u);
+    auto runs = d.runs(w[0].id);
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_FALSE(runs[0].finished_us); // open for resume
+    Rows rows = rows_of(db, "blur", "64x48");
+    EXPECT_EQ(rows.total, runs[0].trials_done + 2); // every trial committed, baselines too
+}
+
+TEST(Tuner, TwoConcurrentTunersOnOneDatabaseKeepEveryRow) {
+    TempDir dir;
+    std::string db = dir / "k.db";
+    pid_t a = spawn_kiln(tune_args(db, 6, 1), dir / "a");
+    pid_t b = spawn_kiln(tune_args(db, 6, 2), dir / "b");
+    ASSERT_EQ(wait_exit(a), 0) << read_file(dir / "a");
+    ASSERT_EQ(wait_exit(b), 0) << read_file(dir / "b");
+    std::regex summary(R"(run (\d+).*: (\d+) measurements recorded)");
+    int64_t total = 0;
+    for (const std::string &log :
+         std::vector<std::string>{read_file(dir / "a"), read_file(dir / "b")}) {
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(log, m, summary)) << log;
+        int64_t run = std::stoll(m[1]), recorded = std::stoll(m[2]);
+        EXPECT_EQ(rows_of(db, "blur", "64x48", run).total, recorded) << log;
+        total += recorded;
+    }
+    EXPECT_EQ(rows_of(db, "blur", "64x48").total, total);
+}
+
+TEST(Tuner, SimulationReplaysARecordedDatabase) {
+    TempDir dir;
+    std::ostringstream out, err;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.trials = 10;
+    tune(o, out, err);
+    SimulateOptions s;
+    s.op = "blur";
+    s.shape = {64, 48};
+    s.db_path = o.db_path;
+    s.threads = 1;
+    s.trials = 10;
+    std::ostringstream table;
+    SimulationReport r = simulate(s, table);
+    EXPECT_EQ(r.measured_configs, 10);
+    ASSERT_EQ(r.strategies.size(), strategy_names().size());
+    for (const SimulatedStrategy &st : r.strategies) {
+        // Every strategy replays all 10 configs, so each sees the best one.
+        EXPECT_EQ(st.trials, 10) << st.strategy;
+        EXPECT_TRUE(st.trials_to_95) << st.strategy;
+        EXPECT_EQ(st.best_ms, r.best_known_ms) << st.strategy;
+    }
+    EXPECT_NE(table.str().find("trials to 95% of best"), std::string::npos);
+
+    SimulateOptions missing = s;
+    missing.shape = {32, 32};
+    try {
+        simulate(missing, table);
+        FAIL() << "no error";
+    } catch (const RuntimeError &e) {
+        EXPECT_NE(std::string(e.what()).find("has no measurements of blur 32x32"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(Tuner, CompileEmitsTheBestOrTheHandScheduleWithAWarning) {
+    TempDir dir;
+    std::ostringstream out, err;
+    EmitOptions e;
+    e.op = "blur";
+    e.shape = {64, 48};
+    e.db_path = dir / "none.db";
+    e.out_dir = dir / "hand";
+    e.threads = 1;
+    std::ostringstream warn;
+    EmitResult hand = emit_best(e, warn);
+    EXPECT_FALSE(hand.tuned);
+    EXPECT_NE(warn.str().find("warning: the database " + e.db_path +
+                              " does not exist; emitting the hand schedule"),
+              std::string::npos)
+        << warn.str();
+    for (const std::string &f : hand.files)
+        EXPECT_TRUE(fs::exists(f)) << f;
+
+    tune(quick("blur", {64, 48}, dir / "k.db"), out, err);
+    e.db_path = dir / "k.db";
+    e.out_dir = dir / "tuned";
+    EmitResult tuned = emit_best(e, warn);
+    EXPECT_TRUE(tuned.tuned);
+    ASSERT_EQ(tuned.files.size(), 3u);
+    EXPECT_EQ(tuned.files[2], dir / "tuned/blur.h");
+    EXPECT_NE(read_file(tuned.files[2]).find("int blur("), std::string::npos);
+}
+
+TEST(Tuner, BadOptionsAreClearErrors) {
+    TempDir dir;
+    std::ostringstream out, err;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.strategy = "hill";
+    try {
+        tune(o, out, err);
+        FAIL() << "no error";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("unknown strategy 'hill'"), std::string::npos);
+    }
+    o = quick("blur", {64, 48, 3}, dir / "k.db");
+    try {
+        tune(o, out, err);
+        FAIL() << "no error";
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(), "operator 'blur' takes 2 shape values (WxH), got 3");
+    }
+    o = quick("blur", {64, 48}, dir / "k.db");
+    o.jobs = 0;
+    try {
+        tune(o, out, err);
+        FAIL() << "no error";
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(), "--jobs must be at least 1, got 0");
+    }
+    o = quick("blur", {64, 48}, dir / "k.db");
+    o.space = "handmade";
+    try {
+        tune(o, out, err);
+        FAIL() << "no error";
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(), "search space kind must be 'template' or 'auto', got 'handmade'");
+    }
+    o = quick("blur", {64, 48}, dir / "k.db");
+    o.worker_path = dir / "no-worker";
+    try {
+        tune(o, out, err);
+        FAIL() << "no error";
+    } catch (const RuntimeError &e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "cannot start the measuring worker '" + o.worker_path +
+                      "': No such file or directory; build the kiln-worker target or set "
+                      "KILN_WORKER to its path");
+    }
+}
+
+TEST(Tuner, ACorruptRunStateIsReportedWithTheWayOut) {
+    TempDir dir;
+    std::ostringstream out, err;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    {
+        auto db = tuning_db::Database::open(o.db_path);
+        int64_t t = db.target_id(host_target_key(1));
+        apps::register_builtin_operators();
+        int64_t w = db.workload_id(workload_key(apps::find_operator("blur"), {64, 48}));
+        db.create_run(w, t, "random", 1, 4, 0, R"({"strategy": {"seed": 3}})");
+    }
+    try {
+        tune(o, out, err);
+        FAIL() << "no error";
+    } catch (const RuntimeError &e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "cannot resume run 1 of 'random' in " + o.db_path +
+                      ": strategy state of 'random' misses the field 'rng'; rerun with "
+                      "--no-resume to start a fresh run");
+    }
+    o.resume = false;
+    EXPECT_EQ(tune(o, out, err).trials, 4);
+}
+
+TEST(Tuner, CommandLineRejectsABadDuration) {
+    TempDir dir;
+    pid_t pid = spawn_kiln({"tune", "blur", "--time", "8x", "--db", dir / "k.db"}, dir / "log");
+    EXPECT_EQ(wait_exit(pid), 1);
+    EXPECT_NE(read_file(dir / "log")
+                  .find("--time: cannot read '8x'; give a number of seconds or "
+                        "a number with s, m or h, e.g. 30m or 8h"),
+              std::string::npos)
+        << read_file(dir / "log");
+}
