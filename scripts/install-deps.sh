@@ -12,6 +12,7 @@ packages=(
     libomp-dev libxgboost-dev libdlpack-dev
     ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
     clang-format
+    libopenblas-dev libdnnl-dev libhalide14-0-dev # reference libraries for bench/
 )
 
 missing=()

@@ -1,0 +1,113 @@
+// bench_onednn: oneDNN (Debian's 2.6, OpenMP runtime; threads via omp_set_num_threads before the
+// primitives are created).
+//   matmul  the matmul primitive on plain row-major f32 A, B, C (what a user with plain matrices
+//           calls).
+//   conv2d  convolution_forward (forward_inference, direct) created with format `any`, so oneDNN
+//           picks its blocked layouts (e.g. nChw16c / OIhw16i16o); the user's NCHW input and OIHW
+//           weights are reordered into them once, OUTSIDE the timed region, as a user who keeps
+//           tensors in oneDNN's layout between layers would do; the timed run is the convolution
+//           alone; the output is reordered back to NCHW for the check, also untimed.
+//   softmax softmax_forward over axis 1 (rows of W contiguous floats), plain layout.
+// Each measurement's "note" names the implementation oneDNN chose (impl_info_str). Protocol and
+// workloads: bench_common.h.
+#include <omp.h>
+
+#include <dnnl.hpp>
+
+#include "bench/bench_common.h"
+
+using namespace benchref;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+int main(int argc, char **argv) {
+    const std::string impl = "onednn";
+    const std::vector<std::string> supported = {"matmul", "conv2d", "softmax"};
+    Options o = parse_args(impl, argc, argv);
+    if (o.info) {
+        const dnnl_version_t *v = dnnl::version();
+        std::printf("oneDNN %d.%d.%d (%s), cpu runtime %d, effective isa %d\n", v->major, v->minor,
+                    v->patch, v->hash, v->cpu_runtime, int(dnnl::get_effective_cpu_isa()));
+        return 0;
+    }
+    if (o.list) {
+        print_list(supported);
+        return 0;
+    }
+    require_supported(impl, o, supported);
+    omp_set_num_threads(o.threads);
+    Problem p = make_problem(o.workload, o.shape);
+    const auto &s = o.shape;
+
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    dnnl::stream strm(eng);
+    Kernel k;
+    // Memories and primitives live as long as the kernel's closures.
+    std::vector<dnnl::memory> keep;
+    if (o.workload == "matmul") {
+        const dnnl::memory::dim M = s[0], N = s[1], K = s[2];
+        dnnl::memory::desc a_md({M, K}, dt::f32, tag::ab), b_md({K, N}, dt::f32, tag::ab),
+            c_md({M, N}, dt::f32, tag::ab);
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), eng);
+        auto prim = std::make_shared<dnnl::matmul>(pd);
+        dnnl::memory A(a_md, eng, p.a.data()), B(b_md, eng, p.b.data()), C(c_md, eng, p.out.data());
+        k.run = [=, &strm]() mutable {
+            prim->execute(strm, {{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}});
+            strm.wait();
+        };
+        k.note = "impl " + std::string(pd.impl_info_str()) + ", plain row-major";
+    } else if (o.workload == "conv2d") {
+        const dnnl::memory::dim C = s[1], H = s[2], W = s[3], K = s[4];
+        dnnl::memory::desc src_any({1, C, H, W}, dt::f32, tag::any),
+            w_any({K, C, 3, 3}, dt::f32, tag::any), dst_any({1, K, H, W}, dt::f32, tag::any);
+        dnnl::convolution_forward::desc cd(dnnl::prop_kind::forward_inference,
+                                           dnnl::algorithm::convolution_direct, src_any, w_any,
+                                           dst_any, {1, 1}, {1, 1}, {1, 1});
+        dnnl::convolution_forward::primitive_desc pd(cd, eng);
+        auto prim = std::make_shared<dnnl::convolution_forward>(pd);
+        dnnl::memory user_src({{1, C, H, W}, dt::f32, tag::nchw}, eng, p.a.data());
+        dnnl::memory user_w({{K, C, 3, 3}, dt::f32, tag::oihw}, eng, p.b.data());
+        dnnl::memory user_dst({{1, K, H, W}, dt::f32, tag::nchw}, eng, p.out.data());
+        // Untimed: inputs into the primitive's layouts.
+        dnnl::memory src = user_src, wts = user_w, dst = user_dst;
+        if (pd.src_desc() != user_src.get_desc()) {
+            src = dnnl::memory(pd.src_desc(), eng);
+            dnnl::reorder(user_src, src).execute(strm, user_src, src);
+        }
+        if (pd.weights_desc() != user_w.get_desc()) {
+            wts = dnnl::memory(pd.weights_desc(), eng);
+            dnnl::reorder(user_w, wts).execute(strm, user_w, wts);
+        }
+        bool dst_reorder = pd.dst_desc() != user_dst.get_desc();
+        if (dst_reorder) dst = dnnl::memory(pd.dst_desc(), eng);
+        strm.wait();
+        k.run = [=, &strm]() mutable {
+            prim->execute(strm,
+                          {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DST, dst}});
+            strm.wait();
+        };
+        k.finish = [=, &strm]() mutable {
+            if (dst_reorder) {
+                dnnl::reorder(dst, user_dst).execute(strm, dst, user_dst);
+                strm.wait();
+            }
+        };
+        k.note = "impl " + std::string(pd.impl_info_str()) +
+                 (pd.src_desc() != user_src.get_desc()
+                      ? ", blocked layouts chosen by oneDNN, reorders untimed"
+                      : ", plain NCHW");
+    } else {
+        const dnnl::memory::dim H = s[0], W = s[1];
+        dnnl::memory::desc md({H, W}, dt::f32, tag::ab);
+        dnnl::softmax_forward::primitive_desc pd(
+            dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, md, 1), eng);
+        auto prim = std::make_shared<dnnl::softmax_forward>(pd);
+        dnnl::memory in(md, eng, p.a.data()), out(md, eng, p.out.data());
+        k.run = [=, &strm]() mutable {
+            prim->execute(strm, {{DNNL_ARG_SRC, in}, {DNNL_ARG_DST, out}});
+            strm.wait();
+        };
+        k.note = "impl " + std::string(pd.impl_info_str());
+    }
+    return measure_and_print(impl, o, p, k);
+}
