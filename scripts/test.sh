@@ -32,6 +32,10 @@ echo "== release build and tests"
 run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "$fast" = 0 ]; then
     echo "== sanitizer build (ASan + UBSan) and tests"
+    # The release run above covers the fuzzers' full default counts; under the sanitizers they
+    # run fewer cases (memory errors, not coverage, are what this pass is for), unless
+    # KILN_FUZZ_ITERATIONS is set (--long).
+    KILN_FUZZ_ITERATIONS="${KILN_FUZZ_ITERATIONS:-150}" \
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         run_suite build-sanitize -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON
 fi
