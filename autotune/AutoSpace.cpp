@@ -155,13 +155,17 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
     };
     auto effective =
         std::make_shared<std::function<int(const ConfigView &, const std::string &, int)>>();
-    *effective = [consumers, rank, effective](const ConfigView &c, const std::string &f,
-                                              int depth) {
+    // The recursion holds itself weakly: a strong self-capture would be a reference cycle (a
+    // leak); the constraints below own it.
+    std::weak_ptr<std::function<int(const ConfigView &, const std::string &, int)>> self =
+        effective;
+    *effective = [consumers, rank, self](const ConfigView &c, const std::string &f, int depth) {
         int r = rank(c.s(f + "_at"));
         if (r < 4 || depth > 16) return r;
+        auto recurse = self.lock();
         int deepest_use = 4;
         for (const std::string &d : consumers->at(f))
-            deepest_use = std::min(deepest_use, (*effective)(c, d, depth + 1));
+            deepest_use = std::min(deepest_use, (*recurse)(c, d, depth + 1));
         return deepest_use;
     };
     for (const Shape::Producer &p : s.producers) {
