@@ -88,6 +88,16 @@ bool take(ProposalContext &ctx, const Config &c, std::vector<Config> &batch,
     return true;
 }
 
+/// Tops a batch up to n configs with new random ones, or fewer when the space runs out.
+void fill_random(ProposalContext &ctx, std::mt19937_64 &rng, int n, std::vector<Config> &batch,
+                 std::vector<std::string> &hashes) {
+    while (int(batch.size()) < n) {
+        auto c = detail::random_new(ctx, rng, hashes);
+        if (!c) break;
+        take(ctx, *c, batch, hashes);
+    }
+}
+
 class RandomStrategy : public Strategy {
 public:
     explicit RandomStrategy(uint64_t seed) : rng(seed) {}
@@ -95,11 +105,7 @@ public:
     std::vector<Config> propose(ProposalContext &ctx, int n) override {
         std::vector<Config> batch;
         std::vector<std::string> hashes;
-        while (int(batch.size()) < n) {
-            auto c = detail::random_new(ctx, rng, hashes);
-            if (!c) break;
-            take(ctx, *c, batch, hashes);
-        }
+        fill_random(ctx, rng, n, batch, hashes);
         return batch;
     }
     void observe(ProposalContext &, const Config &, const Outcome &) override {}
@@ -189,11 +195,7 @@ public:
                 child = detail::mutate(ctx.space, child, rng);
             take(ctx, child, batch, hashes);
         }
-        while (int(batch.size()) < n) {
-            auto c = detail::random_new(ctx, rng, hashes);
-            if (!c) break;
-            take(ctx, *c, batch, hashes);
-        }
+        fill_random(ctx, rng, n, batch, hashes);
         return batch;
     }
     void observe(ProposalContext &, const Config &c, const Outcome &o) override {
@@ -233,11 +235,7 @@ public:
             for (int attempt = 0; int(batch.size()) < n && attempt < 50 * n; attempt++)
                 take(ctx, detail::mutate(ctx.space, *current, rng), batch, hashes);
         }
-        while (int(batch.size()) < n) {
-            auto c = detail::random_new(ctx, rng, hashes);
-            if (!c) break;
-            take(ctx, *c, batch, hashes);
-        }
+        fill_random(ctx, rng, n, batch, hashes);
         return batch;
     }
     void observe(ProposalContext &, const Config &c, const Outcome &o) override {
