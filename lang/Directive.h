@@ -5,6 +5,7 @@
 // built pipeline of the same algorithm.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,13 +22,44 @@ enum class TailStrategy : uint8_t {
 const char *tail_strategy_name(TailStrategy t);
 bool parse_tail_strategy(const std::string &s, TailStrategy *out);
 
+/// A scheduling primitive: one row of lang/Directives.def. Each enumerator is the name of the
+/// Stage or Func method that records it.
+enum class Primitive : uint8_t {
+#define DIRECTIVE(name, ...) name,
+#include "lang/Directives.def"
+};
+
+/// What a primitive takes: its row of lang/Directives.def (the columns are explained there).
+struct PrimitiveSpec {
+    enum class On : uint8_t { Stage, Update, Func };
+    enum class TargetFunc : uint8_t { None, Consumer, NewFunc };
+    enum class OptionKind : uint8_t { None, Tail, Memory };
+    enum class VarKinds : uint8_t { Any, PureOnly, RVarThenVar };
+    static constexpr size_t Many = SIZE_MAX;
+
+    Primitive primitive;
+    const char *name;
+    On on;
+    size_t min_vars, max_vars;
+    size_t ints;
+    TargetFunc target;
+    OptionKind option;
+    VarKinds vars;
+};
+
+/// Every primitive's row, in the order of lang/Directives.def.
+const std::vector<PrimitiveSpec> &primitive_specs();
+const PrimitiveSpec &primitive_spec(Primitive p);
+/// The name a Directive records, JSON stores and C++ calls: "split", "gpu_blocks".
+const char *primitive_name(Primitive p);
+/// The primitive a Directive::primitive names; false for a name that no row has.
+bool parse_primitive(const std::string &name, Primitive *out);
+
 /// One recorded scheduling call.
 struct Directive {
-    std::string func;      ///< the Func the directive was called on
-    int stage = 0;         ///< 0 for the pure definition, i + 1 for update(i)
-    std::string primitive; ///< split, fuse, reorder, vectorize, unroll, parallel, serial,
-                           ///< compute_at, store_at, compute_root, store_root, compute_inline,
-                           ///< reorder_storage, bound, store_in, rfactor
+    std::string func;              ///< the Func the directive was called on
+    int stage = 0;                 ///< 0 for the pure definition, i + 1 for update(i)
+    std::string primitive;         ///< the name of a row of lang/Directives.def (primitive_name)
     std::vector<std::string> vars; ///< variable names, in the order the primitive takes them
     std::vector<bool> is_rvar;     ///< per var: whether it names an RVar
     std::vector<int64_t> ints;     ///< factors, bounds

@@ -109,15 +109,43 @@ public:
     Stage &unroll(const VarOrRVar &var, int factor, TailStrategy tail = TailStrategy::Auto);
     Stage &parallel(const VarOrRVar &var);
     Stage &serial(const VarOrRVar &var);
+
+    // GPU loops (Halide's names). The loops named become loops over GPU blocks or over the
+    // threads of a block, in the dimension given by their position: x first, then y, then z.
+    Stage &gpu_blocks(const VarOrRVar &x);
+    Stage &gpu_blocks(const VarOrRVar &x, const VarOrRVar &y);
+    Stage &gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z);
+    Stage &gpu_threads(const VarOrRVar &x);
+    Stage &gpu_threads(const VarOrRVar &x, const VarOrRVar &y);
+    Stage &gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z);
+    /// Runs the stage on the GPU in a single thread.
+    Stage &gpu_single_thread();
+    /// Splits x by tx into xo and xi, then gpu_blocks(xo) and gpu_threads(xi).
+    Stage &gpu_tile(const VarOrRVar &x, const VarOrRVar &xo, const VarOrRVar &xi, int tx,
+                    TailStrategy tail = TailStrategy::Auto);
+    /// Splits x and y, reorder(xi, yi, xo, yo), gpu_blocks(xo, yo) and gpu_threads(xi, yi).
+    Stage &gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo,
+                    const VarOrRVar &yo, const VarOrRVar &xi, const VarOrRVar &yi, int tx, int ty,
+                    TailStrategy tail = TailStrategy::Auto);
+    /// The 3-D gpu_tile: the blocks and threads are (xo, yo, zo) and (xi, yi, zi).
+    Stage &gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z, const VarOrRVar &xo,
+                    const VarOrRVar &yo, const VarOrRVar &zo, const VarOrRVar &xi,
+                    const VarOrRVar &yi, const VarOrRVar &zi, int tx, int ty, int tz,
+                    TailStrategy tail = TailStrategy::Auto);
+
     /// Splits an associative reduction: the RVar r becomes the pure Var v of a new intermediate
     /// Func that reduces over the remaining RVars; this stage then reduces the intermediate
     /// over r. Returns the intermediate, to be scheduled on its own.
     Func rfactor(const RVar &r, const Var &v, const std::string &name = "");
 
 private:
-    Stage &record(const std::string &primitive, const std::vector<VarOrRVar> &vars,
+    Stage &record(Primitive primitive, const std::vector<VarOrRVar> &vars,
                   const std::vector<int64_t> &ints = {}, const std::string &option = "",
                   const std::string &target = "");
+    Stage &gpu_loops(Primitive primitive, const std::vector<VarOrRVar> &vars);
+    Stage &gpu_tile_dims(const std::vector<VarOrRVar> &vars, const std::vector<VarOrRVar> &outers,
+                         const std::vector<VarOrRVar> &inners, const std::vector<int> &factors,
+                         TailStrategy tail);
 
 private:
     FunctionPtr func;
@@ -189,6 +217,22 @@ public:
     Func &unroll(const VarOrRVar &var, int factor, TailStrategy tail = TailStrategy::Auto);
     Func &parallel(const VarOrRVar &var);
     Func &serial(const VarOrRVar &var);
+    Func &gpu_blocks(const VarOrRVar &x);
+    Func &gpu_blocks(const VarOrRVar &x, const VarOrRVar &y);
+    Func &gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z);
+    Func &gpu_threads(const VarOrRVar &x);
+    Func &gpu_threads(const VarOrRVar &x, const VarOrRVar &y);
+    Func &gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z);
+    Func &gpu_single_thread();
+    Func &gpu_tile(const VarOrRVar &x, const VarOrRVar &xo, const VarOrRVar &xi, int tx,
+                   TailStrategy tail = TailStrategy::Auto);
+    Func &gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
+                   const VarOrRVar &xi, const VarOrRVar &yi, int tx, int ty,
+                   TailStrategy tail = TailStrategy::Auto);
+    Func &gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z, const VarOrRVar &xo,
+                   const VarOrRVar &yo, const VarOrRVar &zo, const VarOrRVar &xi,
+                   const VarOrRVar &yi, const VarOrRVar &zi, int tx, int ty, int tz,
+                   TailStrategy tail = TailStrategy::Auto);
 
     // Where and how the Func is computed and stored.
     /// Computes the Func inside the loop `var` of `consumer`, as much as that iteration needs.

@@ -38,6 +38,49 @@ bool parse_tail_strategy(const std::string &s, TailStrategy *out) {
     return false;
 }
 
+namespace {
+constexpr size_t Many = PrimitiveSpec::Many;
+} // namespace
+
+const std::vector<PrimitiveSpec> &primitive_specs() {
+    using S = PrimitiveSpec;
+    static const std::vector<PrimitiveSpec> specs = {
+#define DIRECTIVE(name, on, min_vars, max_vars, ints, target, option, vars)                        \
+    {Primitive::name,                                                                              \
+     #name,                                                                                        \
+     S::On::on,                                                                                    \
+     min_vars,                                                                                     \
+     max_vars,                                                                                     \
+     ints,                                                                                         \
+     S::TargetFunc::target,                                                                        \
+     S::OptionKind::option,                                                                        \
+     S::VarKinds::vars},
+#include "lang/Directives.def"
+    };
+    return specs;
+}
+
+const PrimitiveSpec &primitive_spec(Primitive p) {
+    const std::vector<PrimitiveSpec> &specs = primitive_specs();
+    internal_assert(size_t(p) < specs.size() && specs[size_t(p)].primitive == p, "primitive ",
+                    int(p), " has no row in lang/Directives.def");
+    return specs[size_t(p)];
+}
+
+const char *primitive_name(Primitive p) {
+    return primitive_spec(p).name;
+}
+
+bool parse_primitive(const std::string &name, Primitive *out) {
+    for (const PrimitiveSpec &s : primitive_specs()) {
+        if (name == s.name) {
+            *out = s.primitive;
+            return true;
+        }
+    }
+    return false;
+}
+
 int64_t next_directive_sequence() {
     static std::atomic<int64_t> counter{1};
     return counter++;
@@ -50,18 +93,35 @@ void check_factor(const Stage &s, const char *primitive, const VarOrRVar &v, int
                    "' must be a positive constant, got ", factor);
     }
 }
-} // namespace
 
-Stage &Stage::record(const std::string &primitive, const std::vector<VarOrRVar> &vars,
-                     const std::vector<int64_t> &ints, const std::string &option,
-                     const std::string &target) {
-    if (!func->has_pure_definition()) {
-        user_error(primitive, ": Func '", func->name, "' has no definition to schedule yet");
+void check_named_once(const Stage &s, const char *primitive, const std::vector<VarOrRVar> &vars) {
+    for (size_t i = 0; i < vars.size(); i++) {
+        for (size_t j = 0; j < i; j++) {
+            if (vars[i].name() == vars[j].name()) {
+                user_error(primitive, " of '", s.name(), "': '", vars[i].name(),
+                           "' is named twice; name each loop once");
+            }
+        }
     }
+}
+
+/// Records a directive on a Func that has a pure definition; the table of lang/Directives.def
+/// is the contract between the recording methods and schedule/.
+void record_directive(FunctionContents &f, int stage, Primitive primitive,
+                      const std::vector<VarOrRVar> &vars, const std::vector<int64_t> &ints,
+                      const std::string &option, const std::string &target) {
+    const PrimitiveSpec &spec = primitive_spec(primitive);
+    if (!f.has_pure_definition()) {
+        user_error(spec.name, ": Func '", f.name, "' has no definition to schedule yet");
+    }
+    internal_assert(vars.size() >= spec.min_vars && vars.size() <= spec.max_vars &&
+                        ints.size() == spec.ints &&
+                        (spec.target == PrimitiveSpec::TargetFunc::None) == target.empty(),
+                    spec.name, " recorded with arguments its row of lang/Directives.def rejects");
     Directive d;
-    d.func = func->name;
-    d.stage = index;
-    d.primitive = primitive;
+    d.func = f.name;
+    d.stage = stage;
+    d.primitive = spec.name;
     for (const VarOrRVar &v : vars) {
         d.vars.push_back(v.name());
         d.is_rvar.push_back(v.is_rvar());
@@ -70,7 +130,16 @@ Stage &Stage::record(const std::string &primitive, const std::vector<VarOrRVar> 
     d.option = option;
     d.target = target;
     d.sequence = next_directive_sequence();
-    func->directives.push_back(std::move(d));
+    f.directives.push_back(std::move(d));
+}
+} // namespace
+
+Stage &Stage::record(Primitive primitive, const std::vector<VarOrRVar> &vars,
+                     const std::vector<int64_t> &ints, const std::string &option,
+                     const std::string &target) {
+    internal_assert(primitive_spec(primitive).on != PrimitiveSpec::On::Func,
+                    primitive_name(primitive), " is recorded on the Func, not on a stage");
+    record_directive(*func, index, primitive, vars, ints, option, target);
     return *this;
 }
 
@@ -83,23 +152,16 @@ Stage &Stage::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVa
                    "both '",
                    outer.name(), "'; give them different names");
     }
-    return record("split", {old, outer, inner}, {factor}, tail_strategy_name(tail));
+    return record(Primitive::split, {old, outer, inner}, {factor}, tail_strategy_name(tail));
 }
 
 Stage &Stage::fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused) {
-    return record("fuse", {inner, outer, fused});
+    return record(Primitive::fuse, {inner, outer, fused});
 }
 
 Stage &Stage::reorder(const std::vector<VarOrRVar> &vars) {
-    for (size_t i = 0; i < vars.size(); i++) {
-        for (size_t j = 0; j < i; j++) {
-            if (vars[i].name() == vars[j].name()) {
-                user_error("reorder of '", name(), "': '", vars[i].name(),
-                           "' is named twice; name each loop once");
-            }
-        }
-    }
-    return record("reorder", vars);
+    check_named_once(*this, "reorder", vars);
+    return record(Primitive::reorder, vars);
 }
 
 Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
@@ -132,7 +194,7 @@ Stage &Stage::tile(const std::vector<VarOrRVar> &vars, const std::vector<VarOrRV
 }
 
 Stage &Stage::vectorize(const VarOrRVar &var) {
-    return record("vectorize", {var});
+    return record(Primitive::vectorize, {var});
 }
 
 Stage &Stage::vectorize(const VarOrRVar &var, int factor, TailStrategy tail) {
@@ -143,7 +205,7 @@ Stage &Stage::vectorize(const VarOrRVar &var, int factor, TailStrategy tail) {
 }
 
 Stage &Stage::unroll(const VarOrRVar &var) {
-    return record("unroll", {var});
+    return record(Primitive::unroll, {var});
 }
 
 Stage &Stage::unroll(const VarOrRVar &var, int factor, TailStrategy tail) {
@@ -154,10 +216,75 @@ Stage &Stage::unroll(const VarOrRVar &var, int factor, TailStrategy tail) {
 }
 
 Stage &Stage::parallel(const VarOrRVar &var) {
-    return record("parallel", {var});
+    return record(Primitive::parallel, {var});
 }
 Stage &Stage::serial(const VarOrRVar &var) {
-    return record("serial", {var});
+    return record(Primitive::serial, {var});
+}
+
+Stage &Stage::gpu_loops(Primitive primitive, const std::vector<VarOrRVar> &vars) {
+    check_named_once(*this, primitive_name(primitive), vars);
+    return record(primitive, vars);
+}
+
+Stage &Stage::gpu_blocks(const VarOrRVar &x) {
+    return gpu_loops(Primitive::gpu_blocks, {x});
+}
+Stage &Stage::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y) {
+    return gpu_loops(Primitive::gpu_blocks, {x, y});
+}
+Stage &Stage::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z) {
+    return gpu_loops(Primitive::gpu_blocks, {x, y, z});
+}
+Stage &Stage::gpu_threads(const VarOrRVar &x) {
+    return gpu_loops(Primitive::gpu_threads, {x});
+}
+Stage &Stage::gpu_threads(const VarOrRVar &x, const VarOrRVar &y) {
+    return gpu_loops(Primitive::gpu_threads, {x, y});
+}
+Stage &Stage::gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z) {
+    return gpu_loops(Primitive::gpu_threads, {x, y, z});
+}
+
+Stage &Stage::gpu_single_thread() {
+    return record(Primitive::gpu_single_thread, {});
+}
+
+// The factors and names are checked before anything is recorded, so a gpu_tile rejected at the
+// call leaves no directive behind.
+Stage &Stage::gpu_tile_dims(const std::vector<VarOrRVar> &vars,
+                            const std::vector<VarOrRVar> &outers,
+                            const std::vector<VarOrRVar> &inners, const std::vector<int> &factors,
+                            TailStrategy tail) {
+    for (size_t i = 0; i < vars.size(); i++)
+        check_factor(*this, "gpu_tile", vars[i], factors[i]);
+    std::vector<VarOrRVar> loops(inners);
+    loops.insert(loops.end(), outers.begin(), outers.end());
+    check_named_once(*this, "gpu_tile", vars);
+    check_named_once(*this, "gpu_tile", loops);
+    for (size_t i = 0; i < vars.size(); i++)
+        split(vars[i], outers[i], inners[i], factors[i], tail);
+    if (vars.size() > 1) reorder(loops);
+    gpu_loops(Primitive::gpu_blocks, outers);
+    return gpu_loops(Primitive::gpu_threads, inners);
+}
+
+Stage &Stage::gpu_tile(const VarOrRVar &x, const VarOrRVar &xo, const VarOrRVar &xi, int tx,
+                       TailStrategy tail) {
+    return gpu_tile_dims({x}, {xo}, {xi}, {tx}, tail);
+}
+
+Stage &Stage::gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo,
+                       const VarOrRVar &yo, const VarOrRVar &xi, const VarOrRVar &yi, int tx,
+                       int ty, TailStrategy tail) {
+    return gpu_tile_dims({x, y}, {xo, yo}, {xi, yi}, {tx, ty}, tail);
+}
+
+Stage &Stage::gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z,
+                       const VarOrRVar &xo, const VarOrRVar &yo, const VarOrRVar &zo,
+                       const VarOrRVar &xi, const VarOrRVar &yi, const VarOrRVar &zi, int tx,
+                       int ty, int tz, TailStrategy tail) {
+    return gpu_tile_dims({x, y, z}, {xo, yo, zo}, {xi, yi, zi}, {tx, ty, tz}, tail);
 }
 
 namespace {
@@ -290,7 +417,7 @@ Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
     if (intm_name.empty()) {
         int earlier = 0;
         for (const Directive &dir : f.directives)
-            earlier += dir.primitive == "rfactor";
+            earlier += dir.primitive == primitive_name(Primitive::rfactor);
         intm_name = f.name + "_intm" + (earlier ? "_" + std::to_string(earlier + 1) : "");
     }
     Func intm(intm_name);
@@ -312,70 +439,140 @@ Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
     d.values = {weaken_self_calls(combine(op, self_call, intm(use_args)), func.get())};
     d.rdom = outer;
 
-    record("rfactor", {VarOrRVar(r), VarOrRVar(v)}, {}, "", intm.name());
+    record(Primitive::rfactor, {VarOrRVar(r), VarOrRVar(v)}, {}, "", intm.name());
     return intm;
 }
 
-#define KILN_FORWARD_TO_STAGE(call)                                                                \
-    Stage(contents, 0).call;                                                                       \
-    return *this;
-
+// The schedule of the pure definition, forwarded to its Stage.
 Func &Func::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner, int factor,
-                  TailStrategy tail){
-    KILN_FORWARD_TO_STAGE(split(old, outer, inner, factor,
-                                tail))} Func &Func::fuse(const VarOrRVar &inner,
-                                                         const VarOrRVar &outer,
-                                                         const VarOrRVar &fused){
-    KILN_FORWARD_TO_STAGE(fuse(inner, outer,
-                               fused))} Func &Func::reorder(const std::vector<VarOrRVar> &vars){
-    KILN_FORWARD_TO_STAGE(reorder(vars))} Func &Func::tile(const VarOrRVar &x, const VarOrRVar &y,
-                                                           const VarOrRVar &xo, const VarOrRVar &yo,
-                                                           const VarOrRVar &xi, const VarOrRVar &yi,
-                                                           int xfactor, int yfactor,
-                                                           TailStrategy tail){
-    KILN_FORWARD_TO_STAGE(tile(x, y, xo, yo, xi, yi, xfactor, yfactor,
-                               tail))} Func &Func::tile(const VarOrRVar &x, const VarOrRVar &y,
-                                                        const VarOrRVar &xi, const VarOrRVar &yi,
-                                                        int xfactor, int yfactor,
-                                                        TailStrategy tail){
-    KILN_FORWARD_TO_STAGE(tile(x, y, xi, yi, xfactor, yfactor,
-                               tail))} Func &Func::tile(const std::vector<VarOrRVar> &vars,
-                                                        const std::vector<VarOrRVar> &outers,
-                                                        const std::vector<VarOrRVar> &inners,
-                                                        const std::vector<int> &factors,
-                                                        TailStrategy tail){
-    KILN_FORWARD_TO_STAGE(tile(vars, outers, inners, factors,
-                               tail))} Func &Func::vectorize(const VarOrRVar &var){
-    KILN_FORWARD_TO_STAGE(vectorize(var))} Func &Func::vectorize(const VarOrRVar &var, int factor,
-                                                                 TailStrategy tail){
-    KILN_FORWARD_TO_STAGE(vectorize(var, factor, tail))} Func &Func::unroll(const VarOrRVar &var){
-    KILN_FORWARD_TO_STAGE(unroll(var))} Func &Func::unroll(const VarOrRVar &var, int factor,
-                                                           TailStrategy tail){
-    KILN_FORWARD_TO_STAGE(unroll(var, factor, tail))} Func &Func::parallel(const VarOrRVar &var){
-    KILN_FORWARD_TO_STAGE(parallel(var))} Func &Func::serial(const VarOrRVar &var) {
-    KILN_FORWARD_TO_STAGE(serial(var))
+                  TailStrategy tail) {
+    Stage(contents, 0).split(old, outer, inner, factor, tail);
+    return *this;
 }
-#undef KILN_FORWARD_TO_STAGE
+
+Func &Func::fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused) {
+    Stage(contents, 0).fuse(inner, outer, fused);
+    return *this;
+}
+
+Func &Func::reorder(const std::vector<VarOrRVar> &vars) {
+    Stage(contents, 0).reorder(vars);
+    return *this;
+}
+
+Func &Func::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
+                 const VarOrRVar &xi, const VarOrRVar &yi, int xfactor, int yfactor,
+                 TailStrategy tail) {
+    Stage(contents, 0).tile(x, y, xo, yo, xi, yi, xfactor, yfactor, tail);
+    return *this;
+}
+
+Func &Func::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi, const VarOrRVar &yi,
+                 int xfactor, int yfactor, TailStrategy tail) {
+    Stage(contents, 0).tile(x, y, xi, yi, xfactor, yfactor, tail);
+    return *this;
+}
+
+Func &Func::tile(const std::vector<VarOrRVar> &vars, const std::vector<VarOrRVar> &outers,
+                 const std::vector<VarOrRVar> &inners, const std::vector<int> &factors,
+                 TailStrategy tail) {
+    Stage(contents, 0).tile(vars, outers, inners, factors, tail);
+    return *this;
+}
+
+Func &Func::vectorize(const VarOrRVar &var) {
+    Stage(contents, 0).vectorize(var);
+    return *this;
+}
+
+Func &Func::vectorize(const VarOrRVar &var, int factor, TailStrategy tail) {
+    Stage(contents, 0).vectorize(var, factor, tail);
+    return *this;
+}
+
+Func &Func::unroll(const VarOrRVar &var) {
+    Stage(contents, 0).unroll(var);
+    return *this;
+}
+
+Func &Func::unroll(const VarOrRVar &var, int factor, TailStrategy tail) {
+    Stage(contents, 0).unroll(var, factor, tail);
+    return *this;
+}
+
+Func &Func::parallel(const VarOrRVar &var) {
+    Stage(contents, 0).parallel(var);
+    return *this;
+}
+
+Func &Func::serial(const VarOrRVar &var) {
+    Stage(contents, 0).serial(var);
+    return *this;
+}
+
+Func &Func::gpu_blocks(const VarOrRVar &x) {
+    Stage(contents, 0).gpu_blocks(x);
+    return *this;
+}
+
+Func &Func::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y) {
+    Stage(contents, 0).gpu_blocks(x, y);
+    return *this;
+}
+
+Func &Func::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z) {
+    Stage(contents, 0).gpu_blocks(x, y, z);
+    return *this;
+}
+
+Func &Func::gpu_threads(const VarOrRVar &x) {
+    Stage(contents, 0).gpu_threads(x);
+    return *this;
+}
+
+Func &Func::gpu_threads(const VarOrRVar &x, const VarOrRVar &y) {
+    Stage(contents, 0).gpu_threads(x, y);
+    return *this;
+}
+
+Func &Func::gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z) {
+    Stage(contents, 0).gpu_threads(x, y, z);
+    return *this;
+}
+
+Func &Func::gpu_single_thread() {
+    Stage(contents, 0).gpu_single_thread();
+    return *this;
+}
+
+Func &Func::gpu_tile(const VarOrRVar &x, const VarOrRVar &xo, const VarOrRVar &xi, int tx,
+                     TailStrategy tail) {
+    Stage(contents, 0).gpu_tile(x, xo, xi, tx, tail);
+    return *this;
+}
+
+Func &Func::gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo,
+                     const VarOrRVar &yo, const VarOrRVar &xi, const VarOrRVar &yi, int tx, int ty,
+                     TailStrategy tail) {
+    Stage(contents, 0).gpu_tile(x, y, xo, yo, xi, yi, tx, ty, tail);
+    return *this;
+}
+
+Func &Func::gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z,
+                     const VarOrRVar &xo, const VarOrRVar &yo, const VarOrRVar &zo,
+                     const VarOrRVar &xi, const VarOrRVar &yi, const VarOrRVar &zi, int tx, int ty,
+                     int tz, TailStrategy tail) {
+    Stage(contents, 0).gpu_tile(x, y, z, xo, yo, zo, xi, yi, zi, tx, ty, tz, tail);
+    return *this;
+}
 
 namespace {
-void record_func_level(const FunctionPtr &f, const std::string &primitive,
+void record_func_level(const FunctionPtr &f, Primitive primitive,
                        const std::vector<VarOrRVar> &vars, const std::vector<int64_t> &ints,
                        const std::string &option, const std::string &target) {
-    if (!f->has_pure_definition()) {
-        user_error(primitive, ": Func '", f->name, "' has no definition to schedule yet");
-    }
-    Directive d;
-    d.func = f->name;
-    d.primitive = primitive;
-    for (const VarOrRVar &v : vars) {
-        d.vars.push_back(v.name());
-        d.is_rvar.push_back(v.is_rvar());
-    }
-    d.ints = ints;
-    d.option = option;
-    d.target = target;
-    d.sequence = next_directive_sequence();
-    f->directives.push_back(std::move(d));
+    internal_assert(primitive_spec(primitive).on == PrimitiveSpec::On::Func,
+                    primitive_name(primitive), " is recorded on a stage, not on the Func");
+    record_directive(*f, 0, primitive, vars, ints, option, target);
 }
 } // namespace
 
@@ -383,7 +580,7 @@ Func &Func::compute_at(const Func &consumer, const VarOrRVar &var) {
     if (consumer.name() == name()) {
         user_error("compute_at: '", name(), "' cannot be computed at one of its own loops");
     }
-    record_func_level(contents, "compute_at", {var}, {}, "", consumer.name());
+    record_func_level(contents, Primitive::compute_at, {var}, {}, "", consumer.name());
     return *this;
 }
 
@@ -391,22 +588,22 @@ Func &Func::store_at(const Func &consumer, const VarOrRVar &var) {
     if (consumer.name() == name()) {
         user_error("store_at: '", name(), "' cannot be stored at one of its own loops");
     }
-    record_func_level(contents, "store_at", {var}, {}, "", consumer.name());
+    record_func_level(contents, Primitive::store_at, {var}, {}, "", consumer.name());
     return *this;
 }
 
 Func &Func::compute_root() {
-    record_func_level(contents, "compute_root", {}, {}, "", "");
+    record_func_level(contents, Primitive::compute_root, {}, {}, "", "");
     return *this;
 }
 
 Func &Func::store_root() {
-    record_func_level(contents, "store_root", {}, {}, "", "");
+    record_func_level(contents, Primitive::store_root, {}, {}, "", "");
     return *this;
 }
 
 Func &Func::compute_inline() {
-    record_func_level(contents, "compute_inline", {}, {}, "", "");
+    record_func_level(contents, Primitive::compute_inline, {}, {}, "", "");
     return *this;
 }
 
@@ -421,7 +618,7 @@ Func &Func::reorder_storage(const std::vector<Var> &vars) {
                        "'; its dimensions are ", legal);
         }
     }
-    record_func_level(contents, "reorder_storage", names, {}, "", "");
+    record_func_level(contents, Primitive::reorder_storage, names, {}, "", "");
     return *this;
 }
 
@@ -437,12 +634,12 @@ Func &Func::bound(const Var &var, int min, int extent) {
         user_error("bound: extent of '", var.name(), "' in '", name(), "' must be >= 0, got ",
                    extent);
     }
-    record_func_level(contents, "bound", {var}, {min, extent}, "", "");
+    record_func_level(contents, Primitive::bound, {var}, {min, extent}, "", "");
     return *this;
 }
 
 Func &Func::store_in(MemoryType memory_type) {
-    record_func_level(contents, "store_in", {}, {}, memory_type_name(memory_type), "");
+    record_func_level(contents, Primitive::store_in, {}, {}, memory_type_name(memory_type), "");
     return *this;
 }
 

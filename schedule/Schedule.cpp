@@ -78,17 +78,42 @@ public:
         }
     }
 
-    void apply(const Directive &dir) {
-        const std::string &p = dir.primitive;
-        if (p == "split") return split(dir);
-        if (p == "fuse") return fuse(dir);
-        if (p == "reorder") return reorder(dir);
-        if (p == "vectorize") return set_type(dir, ForType::Vectorized);
-        if (p == "unroll") return set_type(dir, ForType::Unrolled);
-        if (p == "parallel") return set_type(dir, ForType::Parallel);
-        if (p == "serial") return set_type(dir, ForType::Serial);
-        if (p == "rfactor") return; // applied to the algorithm when it was called
-        internal_error("unknown stage directive '", p, "'");
+    void apply(const Directive &dir, Primitive p) {
+        switch (p) {
+        case Primitive::split:
+            return split(dir);
+        case Primitive::fuse:
+            return fuse(dir);
+        case Primitive::reorder:
+            return reorder(dir);
+        case Primitive::vectorize:
+            return set_type(dir, dir.vars[0], ForType::Vectorized);
+        case Primitive::unroll:
+            return set_type(dir, dir.vars[0], ForType::Unrolled);
+        case Primitive::parallel:
+            return set_type(dir, dir.vars[0], ForType::Parallel);
+        case Primitive::serial:
+            return set_type(dir, dir.vars[0], ForType::Serial);
+        case Primitive::gpu_blocks:
+            return set_gpu_types(dir, ForType::GPUBlock);
+        case Primitive::gpu_threads:
+            return set_gpu_types(dir, ForType::GPUThread);
+        case Primitive::gpu_single_thread:
+            result.gpu_single_thread = true;
+            return;
+        case Primitive::rfactor:
+            return; // applied to the algorithm when it was called
+        case Primitive::compute_at:
+        case Primitive::store_at:
+        case Primitive::compute_root:
+        case Primitive::store_root:
+        case Primitive::compute_inline:
+        case Primitive::reorder_storage:
+        case Primitive::bound:
+        case Primitive::store_in:
+            break;
+        }
+        internal_error("'", dir.primitive, "' is not a stage directive");
     }
 
     StageSchedule result;
@@ -188,7 +213,7 @@ private:
         s.factor = dir.ints[0];
         s.tail = tail;
         LoopDim in{inner, fresh_var(inner), ForType::Serial, od.is_rvar, od.originals};
-        LoopDim out{outer, fresh_var(outer), od.for_type, od.is_rvar, od.originals};
+        LoopDim out{outer, fresh_var(outer), od.for_type, od.is_rvar, od.originals, od.gpu_dim};
         s.inner = in.var;
         s.outer = out.var;
         bounded_vars.insert(in.var);
@@ -216,7 +241,7 @@ private:
         s.kind = LoopSplit::Fuse;
         s.inner = id.var;
         s.outer = od.var;
-        LoopDim fd{fused, fresh_var(fused), od.for_type, id.is_rvar, id.originals};
+        LoopDim fd{fused, fresh_var(fused), od.for_type, id.is_rvar, id.originals, od.gpu_dim};
         fd.originals.insert(od.originals.begin(), od.originals.end());
         s.old_var = fd.var;
         if (bounded_vars.count(id.var) || bounded_vars.count(od.var)) bounded_vars.insert(fd.var);
@@ -259,10 +284,19 @@ private:
         return true;
     }
 
-    void set_type(const Directive &dir, ForType t) {
-        size_t i = find(dir, dir.vars[0]);
+    // gpu_blocks(x, y, z) and gpu_threads(x, y, z): the loops run over GPU dimensions 0, 1, 2.
+    void set_gpu_types(const Directive &dir, ForType t) {
+        for (size_t k = 0; k < dir.vars.size(); k++) {
+            set_type(dir, dir.vars[k], t);
+            result.dims[find(dir, dir.vars[k])].gpu_dim = int(k);
+        }
+    }
+
+    void set_type(const Directive &dir, const std::string &name, ForType t) {
+        size_t i = find(dir, name);
         LoopDim &d = result.dims[i];
-        if (d.is_rvar && (t == ForType::Parallel || t == ForType::Vectorized)) {
+        bool gpu = t == ForType::GPUBlock || t == ForType::GPUThread;
+        if (d.is_rvar && (t == ForType::Parallel || t == ForType::Vectorized || gpu)) {
             // What matters are the original RVars the loop covers, through splits and fuses:
             // each of them must write only its own point.
             for (const std::string &original : d.originals) {
@@ -276,6 +310,7 @@ private:
             }
         }
         d.for_type = t;
+        if (!gpu) d.gpu_dim = -1;
     }
 };
 
@@ -302,18 +337,26 @@ FuncSchedule build_func_schedule(const FunctionContents &f, bool is_output) {
     fs.storage_order = f.args;
 
     for (const Directive &d : f.directives) {
-        const std::string &p = d.primitive;
-        if (p == "compute_at") {
+        Primitive p;
+        if (!parse_primitive(d.primitive, &p)) {
+            internal_error("directive of '", f.name, "' has unknown primitive '", d.primitive, "'");
+        }
+        switch (p) {
+        case Primitive::compute_at:
             fs.compute_level = parse_level(d);
-        } else if (p == "store_at") {
+            break;
+        case Primitive::store_at:
             fs.store_level = parse_level(d);
             store_set = true;
-        } else if (p == "compute_root") {
+            break;
+        case Primitive::compute_root:
             fs.compute_level = LoopLevel();
-        } else if (p == "store_root") {
+            break;
+        case Primitive::store_root:
             fs.store_level = LoopLevel();
             store_set = true;
-        } else if (p == "compute_inline") {
+            break;
+        case Primitive::compute_inline:
             if (has_updates) {
                 user_error("compute_inline: '", f.name,
                            "' has update definitions and cannot be inlined; use compute_root() "
@@ -323,24 +366,40 @@ FuncSchedule build_func_schedule(const FunctionContents &f, bool is_output) {
                 user_error("compute_inline: '", f.name, "' is an output of the pipeline");
             fs.compute_level = LoopLevel();
             fs.compute_level.is_inline = true;
-        } else if (p == "reorder_storage") {
+            break;
+        case Primitive::reorder_storage: {
             std::vector<std::string> order = d.vars;
             for (const std::string &a : f.args) {
                 if (std::find(order.begin(), order.end(), a) == order.end()) order.push_back(a);
             }
             fs.storage_order = order;
-        } else if (p == "bound") {
+            break;
+        }
+        case Primitive::bound:
             fs.bounds.push_back({d.vars[0], d.ints[0], d.ints[1]});
-        } else if (p == "store_in") {
+            break;
+        case Primitive::store_in:
             for (MemoryType m : {MemoryType::Auto, MemoryType::Stack, MemoryType::Heap,
                                  MemoryType::Register, MemoryType::GPUShared}) {
                 if (d.option == memory_type_name(m)) fs.memory_type = m;
             }
-        } else {
+            break;
+        case Primitive::split:
+        case Primitive::fuse:
+        case Primitive::reorder:
+        case Primitive::vectorize:
+        case Primitive::unroll:
+        case Primitive::parallel:
+        case Primitive::serial:
+        case Primitive::gpu_blocks:
+        case Primitive::gpu_threads:
+        case Primitive::gpu_single_thread:
+        case Primitive::rfactor:
             if (d.stage < 0 || d.stage >= int(builders.size())) {
-                user_error(p, ": '", f.name, "' has no update ", d.stage - 1);
+                user_error(d.primitive, ": '", f.name, "' has no update ", d.stage - 1);
             }
-            builders[d.stage].apply(d);
+            builders[d.stage].apply(d, p);
+            break;
         }
     }
     if (is_output && fs.compute_level.is_inline) fs.compute_level = LoopLevel();

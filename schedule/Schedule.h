@@ -24,6 +24,10 @@ struct LoopDim {
     /// original loop, copied to both loops of a split, the union of both for a fuse. Parallel and
     /// vectorize legality is decided on this set, not on the loop's name.
     std::set<std::string> originals;
+    /// For a GPUBlock or GPUThread loop, the GPU dimension it runs over: 0 (x) for the first
+    /// variable of its gpu_blocks or gpu_threads call, 1 (y) for the second, 2 (z) for the third;
+    /// -1 for other loops.
+    int gpu_dim = -1;
 };
 
 /// A split or fuse, in the order applied, on IR variable names.
@@ -39,6 +43,8 @@ struct StageSchedule {
     std::vector<LoopSplit> splits;
     /// The IR variable of each original dimension (pure Var or RVar), by its name.
     std::map<std::string, std::string> original_vars;
+    /// gpu_single_thread(): the stage runs on the GPU in one thread.
+    bool gpu_single_thread = false;
 };
 
 /// A loop of a consumer stage at which a Func is computed or stored; empty func means root.

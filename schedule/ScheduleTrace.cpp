@@ -79,40 +79,12 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------------
-// What each primitive takes, for checking traces that come from JSON
+// What each primitive takes (lang/Directives.def), for checking traces that come from JSON
 
-enum class OptionKind { None, Tail, Memory };
-
-struct PrimitiveSpec {
-    const char *name;
-    bool on_stage; // called on a Stage (any stage) rather than on the Func
-    size_t min_vars, max_vars;
-    size_t ints;
-    bool takes_target; // compute_at/store_at: the consumer; rfactor: the new Func
-    OptionKind option;
-    bool pure_vars_only; // reorder_storage, bound: dimensions of the Func, never RVars
-};
-
-constexpr size_t many = SIZE_MAX;
-
-const PrimitiveSpec primitive_specs[] = {
-    {"split", true, 3, 3, 1, false, OptionKind::Tail, false},
-    {"fuse", true, 3, 3, 0, false, OptionKind::None, false},
-    {"reorder", true, 1, many, 0, false, OptionKind::None, false},
-    {"vectorize", true, 1, 1, 0, false, OptionKind::None, false},
-    {"unroll", true, 1, 1, 0, false, OptionKind::None, false},
-    {"parallel", true, 1, 1, 0, false, OptionKind::None, false},
-    {"serial", true, 1, 1, 0, false, OptionKind::None, false},
-    {"rfactor", true, 2, 2, 0, true, OptionKind::None, false},
-    {"compute_at", false, 1, 1, 0, true, OptionKind::None, false},
-    {"store_at", false, 1, 1, 0, true, OptionKind::None, false},
-    {"compute_root", false, 0, 0, 0, false, OptionKind::None, false},
-    {"store_root", false, 0, 0, 0, false, OptionKind::None, false},
-    {"compute_inline", false, 0, 0, 0, false, OptionKind::None, false},
-    {"reorder_storage", false, 1, many, 0, false, OptionKind::None, true},
-    {"bound", false, 1, 1, 2, false, OptionKind::None, true},
-    {"store_in", false, 0, 0, 0, false, OptionKind::Memory, false},
-};
+using On = PrimitiveSpec::On;
+using TargetFunc = PrimitiveSpec::TargetFunc;
+using OptionKind = PrimitiveSpec::OptionKind;
+using VarKinds = PrimitiveSpec::VarKinds;
 
 struct MemoryTypeSpelling {
     MemoryType type;
@@ -123,13 +95,6 @@ const MemoryTypeSpelling memory_types[] = {
     {MemoryType::Heap, "Heap"},           {MemoryType::Register, "Register"},
     {MemoryType::GPUShared, "GPUShared"},
 };
-
-const PrimitiveSpec *find_spec(const std::string &primitive) {
-    for (const PrimitiveSpec &s : primitive_specs) {
-        if (primitive == s.name) return &s;
-    }
-    return nullptr;
-}
 
 // "directives[3] (split of 'blur_y.update(0)')", for messages.
 std::string where(const Directive &d, size_t index) {
@@ -153,29 +118,37 @@ MemoryType memory_type_of(const Directive &d) {
 }
 
 // Checks that a directive has the shape its primitive takes, so that printing and replaying it
-// can index its fields freely.
-void check_directive(const Directive &d, size_t index) {
-    const PrimitiveSpec *spec = find_spec(d.primitive);
-    if (!spec) {
+// can index its fields freely; returns its primitive.
+Primitive check_directive(const Directive &d, size_t index) {
+    Primitive p;
+    if (!parse_primitive(d.primitive, &p)) {
         std::string known;
-        for (const PrimitiveSpec &s : primitive_specs)
+        for (const PrimitiveSpec &s : primitive_specs())
             known += (known.empty() ? "" : ", ") + std::string(s.name);
         user_error("schedule trace: directives[", index, "] has unknown primitive '", d.primitive,
                    "'; this kiln knows ", known);
     }
+    const PrimitiveSpec *spec = &primitive_spec(p);
     std::string at = where(d, index);
     if (d.func.empty()) user_error("schedule trace: ", at, " names no Func");
     if (d.stage < 0)
         user_error("schedule trace: ", at, " has stage ", d.stage, "; stages are >= 0");
-    if (!spec->on_stage && d.stage != 0) {
+    if (spec->on == On::Func && d.stage != 0) {
         user_error("schedule trace: ", at, " is on stage ", d.stage, ", but ", d.primitive,
                    " applies to the whole Func (stage 0)");
     }
-    if (d.primitive == "rfactor" && d.stage == 0) {
-        user_error("schedule trace: ", at,
-                   " is on the pure definition; rfactor applies to an update (stage >= 1)");
+    if (spec->on == On::Update && d.stage == 0) {
+        user_error("schedule trace: ", at, " is on the pure definition; ", d.primitive,
+                   " applies to an update (stage >= 1)");
     }
     size_t n = d.vars.size();
+    if (n > spec->max_vars && spec->min_vars != spec->max_vars) {
+        std::string names;
+        for (const std::string &v : d.vars)
+            names += (names.empty() ? "" : ", ") + v;
+        user_error("schedule trace: ", at, " takes at most ", spec->max_vars, " loops, got ", n,
+                   " (", names, "); name at most ", spec->max_vars, " of them");
+    }
     if (n < spec->min_vars || n > spec->max_vars) {
         std::string want = spec->min_vars == spec->max_vars
                                ? std::to_string(spec->min_vars)
@@ -188,12 +161,12 @@ void check_directive(const Directive &d, size_t index) {
     }
     for (size_t i = 0; i < n; i++) {
         if (d.vars[i].empty()) user_error("schedule trace: ", at, " has an empty variable name");
-        if (spec->pure_vars_only && d.is_rvar[i]) {
+        if (spec->vars == VarKinds::PureOnly && d.is_rvar[i]) {
             user_error("schedule trace: ", at, " names RVar '", d.vars[i], "'; ", d.primitive,
                        " takes pure Vars of the Func");
         }
     }
-    if (d.primitive == "rfactor" && (!d.is_rvar[0] || d.is_rvar[1])) {
+    if (spec->vars == VarKinds::RVarThenVar && (!d.is_rvar[0] || d.is_rvar[1])) {
         user_error("schedule trace: ", at, " must name an RVar and then a pure Var");
     }
     if (d.ints.size() != spec->ints) {
@@ -204,7 +177,7 @@ void check_directive(const Directive &d, size_t index) {
             user_error("schedule trace: ", at, " has integer ", v, ", which does not fit in int");
         }
     }
-    if (spec->takes_target && d.target.empty()) {
+    if (spec->target != TargetFunc::None && d.target.empty()) {
         user_error("schedule trace: ", at, " needs a target Func name");
     }
     TailStrategy tail;
@@ -225,6 +198,16 @@ void check_directive(const Directive &d, size_t index) {
                        legal);
         }
     }
+    return p;
+}
+
+// Every directive checked, with its primitive.
+std::vector<Primitive> check_directives(const std::vector<Directive> &directives) {
+    std::vector<Primitive> primitives;
+    primitives.reserve(directives.size());
+    for (size_t i = 0; i < directives.size(); i++)
+        primitives.push_back(check_directive(directives[i], i));
+    return primitives;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -359,21 +342,56 @@ std::string cpp_var_list(const Directive &d) {
     return d.vars.size() == 1 ? "{" + s + "}" : s;
 }
 
+// The Func, or the Stage of an update ("f.update(0)"); directives of the whole Func are on stage 0.
 std::string cpp_stage(const Directive &d) {
     std::string f = cpp_identifier(d.func);
     return d.stage == 0 ? f : f + ".update(" + std::to_string(d.stage - 1) + ")";
 }
 
-// Whether d and next are what vectorize(x, factor) or unroll(x, factor) records: a split of x
-// into x and x_vi (x_ui) followed by vectorize (unroll) of the inner loop.
-bool is_split_then(const Directive &d, const Directive *next, const char *primitive,
-                   const char *suffix) {
-    if (!next || d.primitive != "split" || next->primitive != primitive) return false;
-    if (next->func != d.func || next->stage != d.stage) return false;
+// The arguments of the call that records d, in the order of its row: the variables, the
+// integers, then the option ("Var(\"x\"), Var(\"xo\"), Var(\"xi\"), 8, TailStrategy::Auto").
+std::string cpp_arguments(const Directive &d, const PrimitiveSpec &spec) {
+    std::string s;
+    if (spec.max_vars == PrimitiveSpec::Many) {
+        s = cpp_var_list(d);
+    } else {
+        for (size_t i = 0; i < d.vars.size(); i++)
+            s += (i ? ", " : "") + cpp_var(d, i);
+    }
+    for (int64_t v : d.ints)
+        s += (s.empty() ? "" : ", ") + std::to_string(v);
+    switch (spec.option) {
+    case OptionKind::None:
+        return s;
+    case OptionKind::Tail:
+        return s + (s.empty() ? "" : ", ") + "TailStrategy::" + tail_strategy_name(tail_of(d));
+    case OptionKind::Memory:
+        for (const MemoryTypeSpelling &m : memory_types) {
+            if (m.type == memory_type_of(d))
+                return s + (s.empty() ? "" : ", ") + "MemoryType::" + m.cpp;
+        }
+        break;
+    }
+    internal_error("printing of unchecked option '", d.option, "' of ", d.primitive);
+}
+
+// When directives[i] (a split) and the directive after it are what vectorize(x, factor) or
+// unroll(x, factor) records (a split of x into x and x_vi (x_ui), then vectorize (unroll) of the
+// inner loop), the name of that call; else nullptr.
+const char *split_then_call(const std::vector<Directive> &directives,
+                            const std::vector<Primitive> &primitives, size_t i) {
+    if (i + 1 >= directives.size()) return nullptr;
+    const Directive &d = directives[i], &next = directives[i + 1];
+    if (next.func != d.func || next.stage != d.stage) return nullptr;
+    const char *suffix = primitives[i + 1] == Primitive::vectorize ? "_vi"
+                         : primitives[i + 1] == Primitive::unroll  ? "_ui"
+                                                                   : nullptr;
+    if (!suffix) return nullptr;
     std::string inner = d.vars[0] + suffix;
     bool rvar = d.is_rvar[0];
-    return d.vars[1] == d.vars[0] && d.vars[2] == inner && d.is_rvar[1] == rvar &&
-           d.is_rvar[2] == rvar && next->vars[0] == inner && next->is_rvar[0] == rvar;
+    bool same = d.vars[1] == d.vars[0] && d.vars[2] == inner && d.is_rvar[1] == rvar &&
+                d.is_rvar[2] == rvar && next.vars[0] == inner && next.is_rvar[0] == rvar;
+    return same ? primitive_name(primitives[i + 1]) : nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -389,6 +407,7 @@ std::string func_names(const std::vector<FunctionPtr> &funcs) {
 // Checks before anything is applied that every Func a directive names will exist when the
 // directive is replayed: a Func of the pipeline, or one made by an earlier rfactor.
 void check_func_names(const std::vector<Directive> &directives,
+                      const std::vector<Primitive> &primitives,
                       const std::vector<FunctionPtr> &funcs) {
     std::set<std::string> known;
     for (const FunctionPtr &f : funcs)
@@ -401,10 +420,9 @@ void check_func_names(const std::vector<Directive> &directives,
     for (size_t i = 0; i < directives.size(); i++) {
         const Directive &d = directives[i];
         check(d.func, d, i, "Func");
-        if (d.primitive == "compute_at" || d.primitive == "store_at") {
-            check(d.target, d, i, "consumer Func");
-        }
-        if (d.primitive == "rfactor") known.insert(d.target);
+        TargetFunc target = primitive_spec(primitives[i]).target;
+        if (target == TargetFunc::Consumer) check(d.target, d, i, "consumer Func");
+        if (target == TargetFunc::NewFunc) known.insert(d.target);
     }
 }
 
@@ -429,7 +447,15 @@ RVar rvar_of_update(const FunctionContents &f, int stage, const std::string &nam
     return RVar(name);
 }
 
-void replay(const Directive &d, size_t index, const std::vector<FunctionPtr> &funcs) {
+// gpu_blocks and gpu_threads take one to three loops (checked before).
+template <typename One, typename Two, typename Three>
+void call_with_loops(const std::vector<VarOrRVar> &v, One one, Two two, Three three) {
+    if (v.size() == 1) return one(v[0]);
+    if (v.size() == 2) return two(v[0], v[1]);
+    return three(v[0], v[1], v[2]);
+}
+
+void replay(const Directive &d, Primitive p, size_t index, const std::vector<FunctionPtr> &funcs) {
     FunctionPtr fp = find_func(funcs, d.func, d, index);
     if (d.stage > int(fp->updates.size())) {
         user_error("schedule trace: ", where(d, index), " schedules update ", d.stage - 1, " of '",
@@ -440,45 +466,73 @@ void replay(const Directive &d, size_t index, const std::vector<FunctionPtr> &fu
         v.emplace_back(d.vars[i], d.is_rvar[i]);
     Func f(fp);
     Stage s(fp, d.stage);
-    const std::string &p = d.primitive;
-    if (p == "split") {
+    using V = const VarOrRVar &;
+    switch (p) {
+    case Primitive::split:
         s.split(v[0], v[1], v[2], int(d.ints[0]), tail_of(d));
-    } else if (p == "fuse") {
+        return;
+    case Primitive::fuse:
         s.fuse(v[0], v[1], v[2]);
-    } else if (p == "reorder") {
+        return;
+    case Primitive::reorder:
         s.reorder(v);
-    } else if (p == "vectorize") {
+        return;
+    case Primitive::vectorize:
         s.vectorize(v[0]);
-    } else if (p == "unroll") {
+        return;
+    case Primitive::unroll:
         s.unroll(v[0]);
-    } else if (p == "parallel") {
+        return;
+    case Primitive::parallel:
         s.parallel(v[0]);
-    } else if (p == "serial") {
+        return;
+    case Primitive::serial:
         s.serial(v[0]);
-    } else if (p == "rfactor") {
+        return;
+    case Primitive::gpu_blocks:
+        return call_with_loops(
+            v, [&](V x) { s.gpu_blocks(x); }, [&](V x, V y) { s.gpu_blocks(x, y); },
+            [&](V x, V y, V z) { s.gpu_blocks(x, y, z); });
+    case Primitive::gpu_threads:
+        return call_with_loops(
+            v, [&](V x) { s.gpu_threads(x); }, [&](V x, V y) { s.gpu_threads(x, y); },
+            [&](V x, V y, V z) { s.gpu_threads(x, y, z); });
+    case Primitive::gpu_single_thread:
+        s.gpu_single_thread();
+        return;
+    case Primitive::rfactor:
         s.rfactor(rvar_of_update(*fp, d.stage, d.vars[0]), Var(d.vars[1]), d.target);
-    } else if (p == "compute_at") {
+        return;
+    case Primitive::compute_at:
         f.compute_at(Func(find_func(funcs, d.target, d, index)), v[0]);
-    } else if (p == "store_at") {
+        return;
+    case Primitive::store_at:
         f.store_at(Func(find_func(funcs, d.target, d, index)), v[0]);
-    } else if (p == "compute_root") {
+        return;
+    case Primitive::compute_root:
         f.compute_root();
-    } else if (p == "store_root") {
+        return;
+    case Primitive::store_root:
         f.store_root();
-    } else if (p == "compute_inline") {
+        return;
+    case Primitive::compute_inline:
         f.compute_inline();
-    } else if (p == "reorder_storage") {
+        return;
+    case Primitive::reorder_storage: {
         std::vector<Var> vars;
         for (const std::string &name : d.vars)
             vars.emplace_back(name);
         f.reorder_storage(vars);
-    } else if (p == "bound") {
-        f.bound(Var(d.vars[0]), int(d.ints[0]), int(d.ints[1]));
-    } else if (p == "store_in") {
-        f.store_in(memory_type_of(d));
-    } else {
-        internal_error("replay of unchecked primitive '", p, "'");
+        return;
     }
+    case Primitive::bound:
+        f.bound(Var(d.vars[0]), int(d.ints[0]), int(d.ints[1]));
+        return;
+    case Primitive::store_in:
+        f.store_in(memory_type_of(d));
+        return;
+    }
+    internal_error("replay of unchecked primitive '", d.primitive, "'");
 }
 
 bool same_directive(const Directive &a, const Directive &b) {
@@ -573,50 +627,48 @@ ScheduleTrace ScheduleTrace::parse(const std::string &text) {
 }
 
 std::string ScheduleTrace::to_cpp() const {
-    for (size_t i = 0; i < directives.size(); i++)
-        check_directive(directives[i], i);
+    std::vector<Primitive> primitives = check_directives(directives);
     std::ostringstream out;
     for (size_t i = 0; i < directives.size(); i++) {
         const Directive &d = directives[i];
-        const Directive *next = i + 1 < directives.size() ? &directives[i + 1] : nullptr;
-        std::string stage = cpp_stage(d), f = cpp_identifier(d.func);
-        const std::string &p = d.primitive;
-        if (p == "split") {
-            const char *tail = tail_strategy_name(tail_of(d));
-            if (is_split_then(d, next, "vectorize", "_vi") ||
-                is_split_then(d, next, "unroll", "_ui")) {
-                out << stage << "." << next->primitive << "(" << cpp_var(d, 0) << ", " << d.ints[0]
-                    << ", TailStrategy::" << tail << ");\n";
+        const PrimitiveSpec &spec = primitive_spec(primitives[i]);
+        std::string stage = cpp_stage(d);
+        switch (primitives[i]) {
+        case Primitive::split:
+            if (const char *call = split_then_call(directives, primitives, i)) {
+                out << stage << "." << call << "(" << cpp_var(d, 0) << ", " << d.ints[0]
+                    << ", TailStrategy::" << tail_strategy_name(tail_of(d)) << ");\n";
                 i++;
-                continue;
+                break;
             }
-            out << stage << ".split(" << cpp_var(d, 0) << ", " << cpp_var(d, 1) << ", "
-                << cpp_var(d, 2) << ", " << d.ints[0] << ", TailStrategy::" << tail << ");\n";
-        } else if (p == "fuse") {
-            out << stage << ".fuse(" << cpp_var(d, 0) << ", " << cpp_var(d, 1) << ", "
-                << cpp_var(d, 2) << ");\n";
-        } else if (p == "reorder" || p == "reorder_storage") {
-            out << stage << "." << p << "(" << cpp_var_list(d) << ");\n";
-        } else if (p == "vectorize" || p == "unroll" || p == "parallel" || p == "serial") {
-            out << stage << "." << p << "(" << cpp_var(d, 0) << ");\n";
-        } else if (p == "rfactor") {
+            out << stage << ".split(" << cpp_arguments(d, spec) << ");\n";
+            break;
+        case Primitive::rfactor:
             out << "Func " << cpp_identifier(d.target) << " = " << stage << ".rfactor("
                 << cpp_var(d, 0) << ", " << cpp_var(d, 1) << ", " << cpp_string(d.target) << ");\n";
-        } else if (p == "compute_at" || p == "store_at") {
-            out << f << "." << p << "(" << cpp_identifier(d.target) << ", " << cpp_var(d, 0)
-                << ");\n";
-        } else if (p == "compute_root" || p == "store_root" || p == "compute_inline") {
-            out << f << "." << p << "();\n";
-        } else if (p == "bound") {
-            out << f << ".bound(" << cpp_var(d, 0) << ", " << d.ints[0] << ", " << d.ints[1]
-                << ");\n";
-        } else if (p == "store_in") {
-            MemoryType type = memory_type_of(d);
-            for (const MemoryTypeSpelling &m : memory_types) {
-                if (m.type == type) out << f << ".store_in(MemoryType::" << m.cpp << ");\n";
-            }
-        } else {
-            internal_error("printing of unchecked primitive '", p, "'");
+            break;
+        case Primitive::compute_at:
+        case Primitive::store_at:
+            out << stage << "." << spec.name << "(" << cpp_identifier(d.target) << ", "
+                << cpp_var(d, 0) << ");\n";
+            break;
+        case Primitive::fuse:
+        case Primitive::reorder:
+        case Primitive::vectorize:
+        case Primitive::unroll:
+        case Primitive::parallel:
+        case Primitive::serial:
+        case Primitive::gpu_blocks:
+        case Primitive::gpu_threads:
+        case Primitive::gpu_single_thread:
+        case Primitive::compute_root:
+        case Primitive::store_root:
+        case Primitive::compute_inline:
+        case Primitive::reorder_storage:
+        case Primitive::bound:
+        case Primitive::store_in:
+            out << stage << "." << spec.name << "(" << cpp_arguments(d, spec) << ");\n";
+            break;
         }
     }
     return out.str();
@@ -637,13 +689,12 @@ void ScheduleTrace::apply(const std::vector<Func> &outputs) const {
                    "); replay a trace only on a freshly built pipeline, before any scheduling "
                    "call");
     }
-    for (size_t i = 0; i < directives.size(); i++)
-        check_directive(directives[i], i);
-    check_func_names(directives, funcs);
+    std::vector<Primitive> primitives = check_directives(directives);
+    check_func_names(directives, primitives, funcs);
     for (size_t i = 0; i < directives.size(); i++) {
-        replay(directives[i], i, funcs);
+        replay(directives[i], primitives[i], i, funcs);
         // rfactor adds an intermediate that later directives schedule.
-        if (directives[i].primitive == "rfactor") funcs = reachable(outputs);
+        if (primitive_spec(primitives[i]).target == TargetFunc::NewFunc) funcs = reachable(outputs);
     }
 }
 

@@ -57,7 +57,8 @@ struct ScheduleTrace {
     nlohmann::json to_json() const;
     /// Raises CompileError naming the field for a missing field or a wrong type, naming the
     /// version for an unsupported schema version, and naming the directive for a directive that
-    /// does not fit its primitive (unknown primitive, wrong number of variables, bad option).
+    /// does not fit its primitive's row of lang/Directives.def (unknown primitive, wrong number
+    /// of variables, bad option).
     static ScheduleTrace from_json(const nlohmann::json &json);
     std::string to_json_string(int indent = 2) const;
     /// from_json of the text; also raises CompileError for text that is not JSON.
@@ -68,7 +69,8 @@ struct ScheduleTrace {
     /// '_'); rfactor declares the variable of its intermediate. Tail strategies are always
     /// spelled out. A split followed by vectorize (or unroll) of its inner loop, as recorded by
     /// vectorize(x, factor) and unroll(x, factor), prints as that one call; tile prints as the
-    /// splits and the reorder it records. Pasting the text records the same directives. Raises
+    /// splits and the reorder it records, gpu_tile as its splits, reorder, gpu_blocks and
+    /// gpu_threads. Pasting the text records the same directives. Raises
     /// CompileError, as from_json does, for a directive that does not fit its primitive.
     std::string to_cpp() const;
 

@@ -532,5 +532,65 @@ TEST(ErrorMessage, BoundaryConditionWithWrongNumberOfBoundsNamesFuncAndCounts) {
               "repeat_edge: Func 'f' has 2 dimensions, but bounds for 1 dimension were given");
 }
 
+// GPU schedules (checked when called; the loops are checked when the pipeline is lowered).
+
+TEST(ErrorMessage, GpuBlocksNamingALoopTwiceSaysToNameEachOnce) {
+    Var x("x"), y("y");
+    Func f("f");
+    f(x, y) = x + y;
+    EXPECT_EQ(compile_error([&] { f.gpu_blocks(x, x); }),
+              "gpu_blocks of 'f': 'x' is named twice; name each loop once");
+    EXPECT_TRUE(f.directives().empty());
+}
+
+TEST(ErrorMessage, GpuThreadsOfAnUpdateNamingALoopTwiceNamesTheStage) {
+    Var x("x"), y("y");
+    Func f("f");
+    RDom r(0, 4, "r");
+    f(x, y) = x + y;
+    f(x, y) += r;
+    EXPECT_EQ(compile_error([&] { f.update(0).gpu_threads(x, y, x); }),
+              "gpu_threads of 'f.update(0)': 'x' is named twice; name each loop once");
+}
+
+TEST(ErrorMessage, GpuBlocksOfAnUndefinedFuncSaysThereIsNothingToSchedule) {
+    Func f("f");
+    EXPECT_EQ(compile_error([&] { f.gpu_blocks(Var("x")); }),
+              "gpu_blocks: Func 'f' has no definition to schedule yet");
+}
+
+TEST(ErrorMessage, GpuTileWithANonPositiveFactorNamesTheVarAndRecordsNothing) {
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func f("f");
+    f(x, y) = x + y;
+    EXPECT_EQ(compile_error([&] { f.gpu_tile(x, y, xo, yo, xi, yi, 16, 0); }),
+              "gpu_tile: factor for 'y' of 'f' must be a positive constant, got 0");
+    EXPECT_EQ(compile_error([&] { f.gpu_tile(x, xo, xi, -8); }),
+              "gpu_tile: factor for 'x' of 'f' must be a positive constant, got -8");
+    EXPECT_TRUE(f.directives().empty());
+}
+
+TEST(ErrorMessage, GpuTileOfThreeLoopsWithANonPositiveFactorNamesTheVar) {
+    Var x("x"), y("y"), z("z");
+    Func f("f");
+    f(x, y, z) = x + y + z;
+    EXPECT_EQ(compile_error([&] {
+                  f.gpu_tile(x, y, z, Var("xo"), Var("yo"), Var("zo"), Var("xi"), Var("yi"),
+                             Var("zi"), 8, 8, 0);
+              }),
+              "gpu_tile: factor for 'z' of 'f' must be a positive constant, got 0");
+}
+
+TEST(ErrorMessage, GpuTileNamingALoopTwiceRecordsNothing) {
+    Var x("x"), y("y"), xo("xo"), xi("xi");
+    Func f("f");
+    f(x, y) = x + y;
+    EXPECT_EQ(compile_error([&] { f.gpu_tile(x, y, xo, xo, xi, Var("yi"), 8, 8); }),
+              "gpu_tile of 'f': 'xo' is named twice; name each loop once");
+    EXPECT_EQ(compile_error([&] { f.gpu_tile(x, x, xo, Var("yo"), xi, Var("yi"), 8, 8); }),
+              "gpu_tile of 'f': 'x' is named twice; name each loop once");
+    EXPECT_TRUE(f.directives().empty());
+}
+
 } // namespace
 } // namespace kiln

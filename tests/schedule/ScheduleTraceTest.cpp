@@ -64,6 +64,19 @@ Func schedule_total(Total &t) {
     return intm;
 }
 
+// A 3-D Func, for the 3-D gpu_tile.
+struct Volume {
+    Func vol{"vol"};
+    std::vector<Func> outputs() const { return {vol}; }
+};
+
+Volume make_volume() {
+    Volume v;
+    Var x("x"), y("y"), z("z");
+    v.vol(x, y, z) = x + y * 2 + z * 3;
+    return v;
+}
+
 std::string error_of(const std::function<void()> &f) {
     try {
         f();
@@ -105,6 +118,17 @@ void expect_same_directives(const std::vector<Directive> &want, const std::vecto
     ASSERT_EQ(want.size(), got.size());
     for (size_t i = 0; i < want.size(); i++)
         expect_same_directive(want[i], got[i], i);
+}
+
+// Saves the trace as JSON, reads it back and replays it on a freshly built pipeline (GPU loops
+// are not lowered here, so the pipelines are compared by their traces and C++ text).
+void expect_round_trip(const ScheduleTrace &trace, const std::vector<Func> &fresh) {
+    ScheduleTrace back = ScheduleTrace::parse(trace.to_json_string());
+    EXPECT_TRUE(back == trace) << back.to_json_string();
+    back.apply(fresh);
+    ScheduleTrace replayed = ScheduleTrace::capture(fresh);
+    EXPECT_TRUE(replayed == trace) << replayed.to_json_string();
+    EXPECT_EQ(replayed.to_cpp(), trace.to_cpp());
 }
 
 TEST(ScheduleTrace, CaptureListsTheDirectivesOfAllFuncsInCallOrder) {
@@ -209,6 +233,120 @@ TEST(ScheduleTrace, ToCppPrintsOnePasteableCallPerLine) {
               "total.update(0).reorder(Var(\"x\"), RVar(\"r.y\"));\n"
               "total.update(0).parallel(Var(\"x\"));\n"
               "total.bound(Var(\"x\"), 0, 64);\n");
+}
+
+TEST(ScheduleTrace, GpuTileRecordsItsSplitsReorderBlocksAndThreads) {
+    Blur b = make_blur();
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    b.blur_y.gpu_tile(x, y, xo, yo, xi, yi, 16, 8);
+    const std::vector<bool> f2{false, false}, f3{false, false, false},
+        f4{false, false, false, false};
+    expect_same_directives(
+        {
+            directive("blur_y", 0, "split", {"x", "xo", "xi"}, f3, {16}, "", "Auto"),
+            directive("blur_y", 0, "split", {"y", "yo", "yi"}, f3, {8}, "", "Auto"),
+            directive("blur_y", 0, "reorder", {"xi", "yi", "xo", "yo"}, f4),
+            directive("blur_y", 0, "gpu_blocks", {"xo", "yo"}, f2),
+            directive("blur_y", 0, "gpu_threads", {"xi", "yi"}, f2),
+        },
+        ScheduleTrace::capture(b.outputs()).directives);
+}
+
+TEST(ScheduleTrace, GpuTileOfOneLoopRoundTripsAndPrintsItsParts) {
+    Blur b = make_blur();
+    b.blur_y.gpu_tile(Var("x"), Var("xo"), Var("xi"), 64, TailStrategy::GuardWithIf);
+    ScheduleTrace trace = ScheduleTrace::capture(b.outputs());
+    EXPECT_EQ(trace.to_cpp(), "blur_y.split(Var(\"x\"), Var(\"xo\"), Var(\"xi\"), 64, "
+                              "TailStrategy::GuardWithIf);\n"
+                              "blur_y.gpu_blocks(Var(\"xo\"));\n"
+                              "blur_y.gpu_threads(Var(\"xi\"));\n");
+    expect_round_trip(trace, make_blur().outputs());
+}
+
+TEST(ScheduleTrace, GpuTileOfTwoLoopsRoundTripsAndPrintsItsParts) {
+    Blur b = make_blur();
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    b.blur_y.gpu_tile(x, y, xo, yo, xi, yi, 16, 8, TailStrategy::RoundUp);
+    b.blur_x.compute_at(b.blur_y, xo).gpu_threads(x, y);
+    ScheduleTrace trace = ScheduleTrace::capture(b.outputs());
+    EXPECT_EQ(trace.to_cpp(),
+              "blur_y.split(Var(\"x\"), Var(\"xo\"), Var(\"xi\"), 16, TailStrategy::RoundUp);\n"
+              "blur_y.split(Var(\"y\"), Var(\"yo\"), Var(\"yi\"), 8, TailStrategy::RoundUp);\n"
+              "blur_y.reorder(Var(\"xi\"), Var(\"yi\"), Var(\"xo\"), Var(\"yo\"));\n"
+              "blur_y.gpu_blocks(Var(\"xo\"), Var(\"yo\"));\n"
+              "blur_y.gpu_threads(Var(\"xi\"), Var(\"yi\"));\n"
+              "blur_x.compute_at(blur_y, Var(\"xo\"));\n"
+              "blur_x.gpu_threads(Var(\"x\"), Var(\"y\"));\n");
+    expect_round_trip(trace, make_blur().outputs());
+}
+
+TEST(ScheduleTrace, GpuTileOfThreeLoopsRoundTripsAndPrintsItsParts) {
+    Volume v = make_volume();
+    Var x("x"), y("y"), z("z"), xo("xo"), yo("yo"), zo("zo"), xi("xi"), yi("yi"), zi("zi");
+    v.vol.gpu_tile(x, y, z, xo, yo, zo, xi, yi, zi, 8, 4, 2);
+    ScheduleTrace trace = ScheduleTrace::capture(v.outputs());
+    EXPECT_EQ(trace.to_cpp(),
+              "vol.split(Var(\"x\"), Var(\"xo\"), Var(\"xi\"), 8, TailStrategy::Auto);\n"
+              "vol.split(Var(\"y\"), Var(\"yo\"), Var(\"yi\"), 4, TailStrategy::Auto);\n"
+              "vol.split(Var(\"z\"), Var(\"zo\"), Var(\"zi\"), 2, TailStrategy::Auto);\n"
+              "vol.reorder(Var(\"xi\"), Var(\"yi\"), Var(\"zi\"), Var(\"xo\"), Var(\"yo\"), "
+              "Var(\"zo\"));\n"
+              "vol.gpu_blocks(Var(\"xo\"), Var(\"yo\"), Var(\"zo\"));\n"
+              "vol.gpu_threads(Var(\"xi\"), Var(\"yi\"), Var(\"zi\"));\n");
+    expect_round_trip(trace, make_volume().outputs());
+}
+
+TEST(ScheduleTrace, GpuLoopsOfAnUpdateAndGpuSingleThreadRoundTrip) {
+    Total t = make_total();
+    Var x("x"), u("u");
+    Func intm = t.total.update(0).rfactor(t.r.y, u, "total_intm");
+    intm.compute_root().gpu_blocks(x, u);
+    intm.update(0).gpu_blocks(u).gpu_threads(x);
+    t.total.update(0).gpu_single_thread();
+    ScheduleTrace trace = ScheduleTrace::capture(t.outputs());
+    EXPECT_EQ(trace.to_cpp(),
+              "Func total_intm = total.update(0).rfactor(RVar(\"r.y\"), Var(\"u\"), "
+              "\"total_intm\");\n"
+              "total_intm.compute_root();\n"
+              "total_intm.gpu_blocks(Var(\"x\"), Var(\"u\"));\n"
+              "total_intm.update(0).gpu_blocks(Var(\"u\"));\n"
+              "total_intm.update(0).gpu_threads(Var(\"x\"));\n"
+              "total.update(0).gpu_single_thread();\n");
+    nlohmann::json j = trace.to_json();
+    EXPECT_EQ(j["directives"][5], nlohmann::json::parse(R"({"func": "total", "stage": 1,
+        "primitive": "gpu_single_thread", "vars": [], "rvars": [], "ints": [], "target": "",
+        "option": ""})"));
+    expect_round_trip(trace, make_total().outputs());
+}
+
+TEST(ScheduleTrace, PastedGpuCppRecordsTheSameTrace) {
+    Blur recorded = make_blur();
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    recorded.blur_y.gpu_tile(x, y, xo, yo, xi, yi, 32, 4, TailStrategy::GuardWithIf);
+    recorded.blur_x.compute_root().gpu_single_thread();
+    ScheduleTrace trace = ScheduleTrace::capture(recorded.outputs());
+    ASSERT_EQ(trace.to_cpp(),
+              "blur_y.split(Var(\"x\"), Var(\"xo\"), Var(\"xi\"), 32, "
+              "TailStrategy::GuardWithIf);\n"
+              "blur_y.split(Var(\"y\"), Var(\"yo\"), Var(\"yi\"), 4, "
+              "TailStrategy::GuardWithIf);\n"
+              "blur_y.reorder(Var(\"xi\"), Var(\"yi\"), Var(\"xo\"), Var(\"yo\"));\n"
+              "blur_y.gpu_blocks(Var(\"xo\"), Var(\"yo\"));\n"
+              "blur_y.gpu_threads(Var(\"xi\"), Var(\"yi\"));\n"
+              "blur_x.compute_root();\n"
+              "blur_x.gpu_single_thread();\n");
+
+    Blur pasted = make_blur();
+    Func blur_x = pasted.blur_x, blur_y = pasted.blur_y;
+    // The text above, pasted.
+    blur_y.split(Var("x"), Var("xo"), Var("xi"), 32, TailStrategy::GuardWithIf);
+    blur_y.split(Var("y"), Var("yo"), Var("yi"), 4, TailStrategy::GuardWithIf);
+    blur_y.reorder(Var("xi"), Var("yi"), Var("xo"), Var("yo"));
+    blur_y.gpu_blocks(Var("xo"), Var("yo"));
+    blur_y.gpu_threads(Var("xi"), Var("yi"));
+    blur_x.compute_root();
+    blur_x.gpu_single_thread();
+    EXPECT_TRUE(ScheduleTrace::capture(pasted.outputs()) == trace);
 }
 
 TEST(ScheduleTrace, PastedCppRecordsTheSameTrace) {
@@ -341,9 +479,49 @@ TEST(ScheduleTrace, ParseRejectsAnUnknownPrimitiveListingTheKnownOnes) {
                       "directives": [{"func": "f", "primitive": "gpu_warp", "vars": ["x"]}]})");
               }),
               "schedule trace: directives[0] has unknown primitive 'gpu_warp'; this kiln knows "
-              "split, fuse, reorder, vectorize, unroll, parallel, serial, rfactor, compute_at, "
-              "store_at, compute_root, store_root, compute_inline, reorder_storage, bound, "
-              "store_in");
+              "split, fuse, reorder, vectorize, unroll, parallel, serial, gpu_blocks, "
+              "gpu_threads, gpu_single_thread, rfactor, compute_at, store_at, compute_root, "
+              "store_root, compute_inline, reorder_storage, bound, store_in");
+}
+
+TEST(ScheduleTrace, ParseRejectsGpuBlocksOfFourLoopsNamingThem) {
+    EXPECT_EQ(error_of([] {
+                  ScheduleTrace::parse(R"({"schema_version": 1, "algorithm_hash": "0x1",
+                      "directives": [{"func": "f", "primitive": "gpu_blocks",
+                                      "vars": ["x", "y", "z", "w"]}]})");
+              }),
+              "schedule trace: directives[0] (gpu_blocks of 'f') takes at most 3 loops, got 4 "
+              "(x, y, z, w); name at most 3 of them");
+}
+
+TEST(ScheduleTrace, ParseRejectsGpuThreadsOfNoLoop) {
+    EXPECT_EQ(error_of([] {
+                  ScheduleTrace::parse(R"({"schema_version": 1, "algorithm_hash": "0x1",
+                      "directives": [{"func": "f", "primitive": "gpu_threads"}]})");
+              }),
+              "schedule trace: directives[0] (gpu_threads of 'f') needs at least 1 variables, "
+              "got 0");
+}
+
+TEST(ScheduleTrace, ParseRejectsGpuSingleThreadWithALoop) {
+    EXPECT_EQ(error_of([] {
+                  ScheduleTrace::parse(R"({"schema_version": 1, "algorithm_hash": "0x1",
+                      "directives": [{"func": "f", "stage": 1, "primitive": "gpu_single_thread",
+                                      "vars": ["x"]}]})");
+              }),
+              "schedule trace: directives[0] (gpu_single_thread of 'f.update(0)') needs 0 "
+              "variables, got 1");
+}
+
+TEST(ScheduleTrace, ReplayOfGpuBlocksNamingALoopTwiceFailsAsTheCallWould) {
+    Blur b = make_blur();
+    nlohmann::json j = ScheduleTrace::capture(b.outputs()).to_json();
+    j["directives"] = nlohmann::json::parse(
+        R"([{"func": "blur_y", "primitive": "gpu_blocks", "vars": ["x", "x"]}])");
+    ScheduleTrace trace = ScheduleTrace::from_json(j);
+    EXPECT_EQ(error_of([&] { trace.apply(b.outputs()); }),
+              "gpu_blocks of 'blur_y': 'x' is named twice; name each loop once");
+    EXPECT_TRUE(b.blur_y.directives().empty());
 }
 
 TEST(ScheduleTrace, ParseRejectsTextThatIsNotJson) {
