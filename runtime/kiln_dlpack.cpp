@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace {
 
@@ -57,11 +58,22 @@ int kiln_buffer_from_dltensor(const DLTensor *t, kiln_buffer_t *out, kiln_dimens
     if (!t || !out)
         return kiln_error(kiln_error_buffer_argument_null, "%s: the %s is null", fn,
                           t ? "output buffer" : "tensor");
-    if (t->device.device_type != kDLCPU)
+    int device_type = t->device.device_type;
+    bool on_device = device_type == kDLOpenCL || device_type == kDLCUDA;
+    if (device_type != kDLCPU && !on_device)
         return kiln_error(kiln_error_device_unavailable,
-                          "%s: only CPU tensors are supported, got device type %d (%s)", fn,
-                          static_cast<int>(t->device.device_type),
-                          device_name(t->device.device_type));
+                          "%s: only CPU, CUDA and OpenCL tensors are supported, got device type "
+                          "%d (%s)",
+                          fn, device_type, device_name(device_type));
+    if (on_device && t->device.device_id != 0)
+        return kiln_error(kiln_error_device_unavailable,
+                          "%s: the %s tensor is on device %d; kiln uses device 0 only", fn,
+                          device_name(device_type), static_cast<int>(t->device.device_id));
+    if (device_type == kDLOpenCL && t->byte_offset != 0)
+        return kiln_error(kiln_error_device_unavailable,
+                          "%s: the OpenCL tensor has byte_offset %llu; a cl_mem cannot be offset, "
+                          "so it must be 0",
+                          fn, static_cast<unsigned long long>(t->byte_offset));
     if (t->ndim < 0 || t->ndim > max_dims || (t->ndim > 0 && (!dims_storage || !t->shape)))
         return kiln_error(kiln_error_bad_dimensions,
                           "%s: the tensor has %d dimensions but dims_storage has room for %d", fn,
@@ -106,11 +118,28 @@ int kiln_buffer_from_dltensor(const DLTensor *t, kiln_buffer_t *out, kiln_dimens
             return kiln_error(kiln_error_bad_stride,
                               "%s: axis %d has stride %lld, which does not fit in 32 bits", fn,
                               axis, static_cast<long long>(stride));
+        // A device copy starts at the element with the lowest address (see kiln_runtime.h).
+        if (on_device && stride < 0 && extent > 1)
+            return kiln_error(kiln_error_bad_stride,
+                              "%s: axis %d of the %s tensor has stride %lld; device tensors need "
+                              "non-negative strides",
+                              fn, axis, device_name(device_type), static_cast<long long>(stride));
         dims_storage[i] = {0, static_cast<int32_t>(extent), static_cast<int32_t>(stride), 0};
         compact_stride = std::min<int64_t>(compact_stride * extent, int64_t(INT32_MAX) + 1);
     }
     *out = kiln_buffer_t{};
-    out->host = t->data ? static_cast<uint8_t *>(t->data) + t->byte_offset : nullptr;
+    if (on_device) {
+        // CUDA device pointers can be offset; a cl_mem cannot (byte_offset is 0, checked above).
+        uintptr_t handle = reinterpret_cast<uintptr_t>(t->data);
+        if (handle) handle += uintptr_t(t->byte_offset);
+        out->device = handle;
+        // The CUDA interface comes later: until then a CUDA buffer has no interface, so kiln can
+        // pass it around and hand it back to DLPack but not launch kernels on it or copy it.
+        out->device_interface = device_type == kDLOpenCL ? kiln_opencl_device_interface() : nullptr;
+        out->flags = handle ? kiln_buffer_flag_device_dirty : 0;
+    } else {
+        out->host = t->data ? static_cast<uint8_t *>(t->data) + t->byte_offset : nullptr;
+    }
     out->type = type;
     out->dimensions = t->ndim;
     out->dim = t->ndim > 0 ? dims_storage : nullptr;
@@ -123,10 +152,31 @@ int kiln_buffer_to_dltensor(const kiln_buffer_t *b, DLTensor *out, int64_t *shap
     if (!b || !out)
         return kiln_error(kiln_error_buffer_argument_null, "%s: the %s is null", fn,
                           b ? "output tensor" : "buffer");
-    if (!b->host && b->device)
-        return kiln_error(kiln_error_device_unavailable,
-                          "%s: the buffer lives only on a device; copy it to the host first", fn);
-    if (!b->host)
+    // A buffer with a device copy exports that copy, so the device type comes from its interface.
+    DLDevice device = {kDLCPU, 0};
+    if (b->device) {
+        const char *name = b->device_interface ? b->device_interface->name : nullptr;
+        if (!name)
+            return kiln_error(kiln_error_device_unavailable,
+                              "%s: the buffer has a device handle but no device interface, so its "
+                              "device type is unknown",
+                              fn);
+        if (std::strcmp(name, "opencl") == 0) {
+            device.device_type = kDLOpenCL;
+        } else if (std::strcmp(name, "cuda") == 0) {
+            device.device_type = kDLCUDA;
+        } else {
+            return kiln_error(kiln_error_device_unavailable,
+                              "%s: the buffer's device interface '%s' has no DLPack device type",
+                              fn, name);
+        }
+        if (b->flags & kiln_buffer_flag_host_dirty)
+            return kiln_error(kiln_error_device_unavailable,
+                              "%s: the buffer's host copy is newer than its device copy "
+                              "(host_dirty); call kiln_buffer_copy_to_device first",
+                              fn);
+    }
+    if (!b->host && !b->device)
         return kiln_error(kiln_error_buffer_argument_null,
                           "%s: the buffer has no host memory (host is null)", fn);
     if (b->dimensions < 0 || b->dimensions > max_dims ||
@@ -156,13 +206,22 @@ int kiln_buffer_to_dltensor(const kiln_buffer_t *b, DLTensor *out, int64_t *shap
     }
 
     for (int i = 0; i < b->dimensions; i++) {
+        if (b->device && b->dim[i].stride < 0 && b->dim[i].extent > 1)
+            return kiln_error(kiln_error_bad_stride,
+                              "%s: dimension %d of the buffer has stride %d; device tensors need "
+                              "non-negative strides",
+                              fn, i, b->dim[i].stride);
+    }
+    for (int i = 0; i < b->dimensions; i++) {
         int axis = b->dimensions - 1 - i;
         shape_storage[axis] = b->dim[i].extent;
         strides_storage[axis] = b->dim[i].stride;
     }
     *out = DLTensor{};
-    out->data = b->host;
-    out->device = {kDLCPU, 0};
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): the descriptor stores device handles as integers
+    out->data = b->device ? reinterpret_cast<void *>(static_cast<uintptr_t>(b->device))
+                          : static_cast<void *>(b->host);
+    out->device = device;
     out->ndim = b->dimensions;
     out->dtype = dtype;
     out->shape = b->dimensions > 0 ? shape_storage : nullptr;

@@ -30,7 +30,7 @@ void kiln_clear_error(void) {
 }
 
 const char *kiln_error_code_name(int code) {
-    // Indexed by -code: the codes run from 0 down to kiln_error_internal without gaps.
+    // Indexed by -code: the codes run from 0 down to kiln_error_device_memory without gaps.
     static const char *const names[] = {
         "kiln_success",
         "kiln_error_generic",
@@ -44,10 +44,14 @@ const char *kiln_error_code_name(int code) {
         "kiln_error_device_unavailable",
         "kiln_error_assertion_failed",
         "kiln_error_internal",
+        "kiln_error_no_device",
+        "kiln_error_device_compile",
+        "kiln_error_device_run",
+        "kiln_error_device_memory",
     };
-    static_assert(sizeof(names) / sizeof(names[0]) == 1 - kiln_error_internal,
+    static_assert(sizeof(names) / sizeof(names[0]) == 1 - kiln_error_device_memory,
                   "every error code needs a name");
-    if (code > 0 || code < kiln_error_internal) return "unknown error code";
+    if (code > 0 || code < kiln_error_device_memory) return "unknown error code";
     return names[-code];
 }
 

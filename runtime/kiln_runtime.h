@@ -1,6 +1,7 @@
 /* The C ABI that generated kernels and their users link: buffer descriptors, errors, aligned
- * allocation with a cache of freed blocks, parallel loops on OpenMP, and profiler counters.
- * Plain C99; depends on nothing but libc, libstdc++ and OpenMP. */
+ * allocation with a cache of freed blocks, parallel loops on OpenMP, profiler counters, and device
+ * (GPU) buffers and kernel launches. Plain C99; depends on nothing but libc (dlopen included) and
+ * OpenMP. Device drivers (libOpenCL.so.1) are loaded at run time, never linked. */
 #ifndef KILN_RUNTIME_H
 #define KILN_RUNTIME_H
 
@@ -97,7 +98,18 @@ enum kiln_error_code_t {
     kiln_error_param_out_of_range = -8,
     kiln_error_device_unavailable = -9,
     kiln_error_assertion_failed = -10,
-    kiln_error_internal = -11
+    kiln_error_internal = -11,
+    /// No device driver or no device: the message names the library that failed to load, or says
+    /// that no device was found.
+    kiln_error_no_device = -12,
+    /// A device kernel failed to build: the message holds the source lines the build log points
+    /// at ("<kernel source>:12: ...") and the build log.
+    kiln_error_device_compile = -13,
+    /// A device API call failed: the message names the call and the driver's error name
+    /// ("clEnqueueNDRangeKernel failed: CL_INVALID_WORK_GROUP_SIZE (-54)").
+    kiln_error_device_run = -14,
+    /// Device memory could not be allocated.
+    kiln_error_device_memory = -15
 };
 
 /// Records a printf-formatted message as this thread's last error and returns code, so callers
@@ -181,6 +193,129 @@ void kiln_profiler_report(FILE *out);
 
 /// Forgets every counter.
 void kiln_profiler_reset(void);
+
+/* ---- Devices -------------------------------------------------------------------------------- */
+
+/// A device API (OpenCL now, CUDA later) as a table of functions, in the manner of Halide's
+/// halide_device_interface_t. Every function returns kiln_success or an error code with a message
+/// (kiln_last_error_message). The first call that needs the driver loads it and creates the
+/// process-wide context and queue; when there is no driver or no device, that call (and every
+/// later one) returns kiln_error_no_device. The buffer functions below (kiln_buffer_copy_to_device
+/// & co.) keep the dirty bits; these raw functions do not, except where noted.
+typedef struct kiln_device_interface_t {
+    /// "opencl" (later "cuda").
+    const char *name;
+    /// Allocates b->device for kiln_buffer_size_in_bytes(b) bytes (at least 1) and sets
+    /// b->device_interface. The device copy holds those bytes starting at b->host (the element at
+    /// the mins), so a kernel indexes it as the host does; negative strides are an error. Fails if
+    /// b already has a device copy.
+    int (*device_malloc)(kiln_buffer_t *b);
+    /// Frees b's device copy (if any), sets b->device = 0 and b->device_interface = NULL, and
+    /// clears the device_dirty bit. Copies nothing.
+    int (*device_free)(kiln_buffer_t *b);
+    /// Copies b's elements host -> device; both copies must exist. A dense buffer is copied as
+    /// one block; otherwise only the elements are, so bytes between rows (which may belong to
+    /// another buffer) are never written. Blocking: waits for queued kernels first (the queue is
+    /// in order).
+    int (*copy_to_device)(kiln_buffer_t *b);
+    /// Copies b's elements device -> host; blocking, as copy_to_device.
+    int (*copy_to_host)(kiln_buffer_t *b);
+    /// Compiles (once per source text; programs and kernels are cached) and enqueues kernel
+    /// kernel_name of source (a whole program, source_size bytes, NUL not required). The global
+    /// size is blocks[i] * threads[i] and the work-group (block) size threads[i], i = 0, 1, 2.
+    /// args[i] points at argument i's value: for a buffer (arg_is_buffer[i] != 0) at a
+    /// kiln_buffer_t * whose device copy is passed (OpenCL: its cl_mem); else at a scalar of
+    /// arg_sizes[i] bytes. A non-buffer argument with args[i] == NULL reserves arg_sizes[i] bytes
+    /// of local (shared) memory for a `__local` pointer parameter. Does not wait for the kernel.
+    int (*run)(const char *source, size_t source_size, const char *kernel_name,
+               const int32_t blocks[3], const int32_t threads[3], int32_t num_args, void **args,
+               const size_t *arg_sizes, const int8_t *arg_is_buffer);
+    /// Waits for all queued work.
+    int (*synchronize)(void);
+    /// Frees the cached programs and kernels, the queue and the context; safe to call twice, and
+    /// the next call that needs the device creates them again. Device copies allocated before can
+    /// then only be freed (copies and launches with them are errors that say so): free them
+    /// first. Must not run concurrently with other calls through the interface.
+    int (*release)(void);
+    /// Limits of the device the interface uses: the most threads (work-items) per block
+    /// (work-group) and the bytes of shared (local) memory per block. Either pointer may be NULL.
+    int (*device_limits)(int64_t *max_threads_per_block, int64_t *shared_memory_bytes);
+} kiln_device_interface_t;
+
+/// The OpenCL interface (name "opencl"). Never NULL and loads nothing: libOpenCL.so.1 (else
+/// libOpenCL.so) is opened by the first call through the table. The device is the first GPU of the
+/// first platform that has one, else the first device of any type; KILN_OPENCL_DEVICE=<text>
+/// picks the first device whose name contains text; KILN_OPENCL_LIBRARY=<path> loads another
+/// library. Programs are built without options; on a device with cl_khr_fp64 the extension is
+/// enabled for every program, so kernels may use double without the pragma.
+const kiln_device_interface_t *kiln_opencl_device_interface(void);
+
+/// GPU APIs, numbered as kiln::GpuApi (codegen/Target.h).
+typedef enum kiln_gpu_api_t {
+    kiln_gpu_api_none = 0,
+    kiln_gpu_api_cuda = 1,
+    kiln_gpu_api_opencl = 2
+} kiln_gpu_api_t;
+
+/// The device interface of a GPU API (a kiln_gpu_api_t): kiln_opencl_device_interface() for
+/// OpenCL; NULL with a kiln_error_no_device message for CUDA (no interface yet) and anything else.
+/// (Defined in kiln_device_select.cpp.)
+const kiln_device_interface_t *kiln_device_interface(int api);
+
+/// Gives b a device copy on iface (uninitialized). No-op if b already has a device copy on iface;
+/// an error if it has one on another interface.
+int kiln_buffer_device_malloc(kiln_buffer_t *b, const kiln_device_interface_t *iface);
+
+/// Makes b's device copy on iface current: allocates it if needed, copies host -> device if b had
+/// no device copy (and has host memory) or its host_dirty bit is set, and clears host_dirty. An
+/// error if both dirty bits are set (both copies changed) or b has a device copy on another
+/// interface.
+int kiln_buffer_copy_to_device(kiln_buffer_t *b, const kiln_device_interface_t *iface);
+
+/// Makes b's host copy current: if device_dirty is set, copies device -> host and clears it; else
+/// does nothing. An error if both dirty bits are set, or device_dirty is set and b has no host
+/// memory or no device copy.
+int kiln_buffer_copy_to_host(kiln_buffer_t *b);
+
+/// Frees b's device copy, if any, copying nothing (see device_free). A device handle without an
+/// interface (a CUDA tensor from DLPack, for now) is only forgotten.
+int kiln_buffer_device_free(kiln_buffer_t *b);
+
+/// Waits for the queued work of b's device interface; kiln_success if b has none.
+int kiln_buffer_device_sync(kiln_buffer_t *b);
+
+/// Sets (dirty != 0) or clears a dirty bit of b->flags.
+void kiln_buffer_set_host_dirty(kiln_buffer_t *b, int dirty);
+void kiln_buffer_set_device_dirty(kiln_buffer_t *b, int dirty);
+
+/// 1 if the dirty bit is set, else 0 (also for NULL).
+int kiln_buffer_host_dirty(const kiln_buffer_t *b);
+int kiln_buffer_device_dirty(const kiln_buffer_t *b);
+
+/// Launches a kernel for generated host code: checks the arguments (threads >= 1, blocks >= 0,
+/// every buffer argument has a device copy on iface), then calls iface->run with the same
+/// arguments. Any blocks[i] == 0 means an empty launch: nothing runs and kiln_success is
+/// returned. A buffer argument without a device copy is kiln_error_device_unavailable.
+int kiln_device_launch(const kiln_device_interface_t *iface, const char *source, size_t source_size,
+                       const char *kernel_name, const int32_t blocks[3], const int32_t threads[3],
+                       int32_t num_args, void **args, const size_t *arg_sizes,
+                       const int8_t *arg_is_buffer);
+
+/// A 1-D uint8 buffer of bytes bytes (0 <= bytes <= INT32_MAX) over host (which may be NULL), for
+/// an intermediate allocation of a pipeline that kernels touch: min 0, stride 1, flags 0, no
+/// device copy. The descriptor comes from kiln_malloc; NULL (with a message) on failure.
+kiln_buffer_t *kiln_device_buffer_wrap(void *host, int64_t bytes);
+
+/// Frees b's device copy (if any) and the descriptor from kiln_device_buffer_wrap, not the host
+/// memory. NULL is ignored.
+void kiln_device_buffer_release(kiln_buffer_t *b);
+
+/// Process-wide counts of the copies kiln_buffer_copy_to_device (host -> device) and
+/// kiln_buffer_copy_to_host (device -> host) performed. Either pointer may be NULL.
+void kiln_device_copy_counts(int64_t *to_device, int64_t *to_host);
+
+/// Sets both copy counts to 0.
+void kiln_device_reset_copy_counts(void);
 
 // NOLINTEND(readability-identifier-naming)
 

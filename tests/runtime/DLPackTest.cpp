@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace {
@@ -27,6 +28,11 @@ const uint8_t *dlpack_address(const DLTensor &t, const int64_t *index) {
     for (int axis = 0; axis < t.ndim; axis++)
         p += index[axis] * t.strides[axis] * 4;
     return p;
+}
+
+// A device handle for conversions that never dereference it.
+void *fake_handle(uintptr_t value) {
+    return reinterpret_cast<void *>(value); // NOLINT(performance-no-int-to-ptr)
 }
 
 const uint8_t *kiln_address(const kiln_buffer_t &b, const int64_t *index) {
@@ -197,14 +203,75 @@ TEST(DLPack, AZeroDimensionalTensorIsAScalarBuffer) {
     EXPECT_EQ(kiln_buffer_size_in_bytes(&b), 4u);
 }
 
-TEST(DLPack, NonCpuTensorsAreRejectedNamingTheDevice) {
+TEST(DLPack, OtherDeviceTensorsAreRejectedNamingTheDevice) {
     Tensor t;
-    t.tensor.device = {kDLCUDA, 0};
+    t.tensor.device = {kDLVulkan, 0};
     kiln_buffer_t b;
     kiln_dimension_t dims[3];
     EXPECT_EQ(kiln_buffer_from_dltensor(&t.tensor, &b, dims, 3), kiln_error_device_unavailable);
-    EXPECT_STREQ(kiln_last_error_message(), "kiln_buffer_from_dltensor: only CPU tensors are "
-                                            "supported, got device type 2 (CUDA)");
+    EXPECT_STREQ(kiln_last_error_message(), "kiln_buffer_from_dltensor: only CPU, CUDA and OpenCL "
+                                            "tensors are supported, got device type 7 (Vulkan)");
+}
+
+TEST(DLPack, AnOpenCLTensorBecomesADeviceBufferOnTheOpenCLInterface) {
+    Tensor t;
+    void *cl_mem = fake_handle(0x5000); // opaque: never dereferenced
+    t.tensor.data = cl_mem;
+    t.tensor.device = {kDLOpenCL, 0};
+    kiln_buffer_t b;
+    kiln_dimension_t dims[3];
+    ASSERT_EQ(kiln_buffer_from_dltensor(&t.tensor, &b, dims, 3), kiln_success);
+    EXPECT_EQ(b.device, 0x5000u);
+    EXPECT_EQ(b.device_interface, kiln_opencl_device_interface());
+    EXPECT_EQ(b.host, nullptr);
+    EXPECT_EQ(b.flags, uint64_t(kiln_buffer_flag_device_dirty));
+    EXPECT_EQ(b.dim[2].stride, 12);
+    EXPECT_EQ(kiln_buffer_size_in_bytes(&b), 24u * 4u);
+}
+
+TEST(DLPack, ACUDATensorBecomesADeviceBufferWithoutAnInterfaceYet) {
+    Tensor t;
+    t.tensor.data = fake_handle(0x7000000);
+    t.tensor.byte_offset = 64;
+    t.tensor.device = {kDLCUDA, 0};
+    kiln_buffer_t b;
+    kiln_dimension_t dims[3];
+    ASSERT_EQ(kiln_buffer_from_dltensor(&t.tensor, &b, dims, 3), kiln_success);
+    EXPECT_EQ(b.device, 0x7000040u);
+    EXPECT_EQ(b.device_interface, nullptr);
+    EXPECT_EQ(b.host, nullptr);
+    EXPECT_EQ(b.flags, uint64_t(kiln_buffer_flag_device_dirty));
+}
+
+TEST(DLPack, DeviceTensorsNeedDeviceZeroAndNonNegativeStrides) {
+    Tensor t;
+    t.tensor.data = fake_handle(0x5000);
+    t.tensor.device = {kDLOpenCL, 1};
+    kiln_buffer_t b;
+    kiln_dimension_t dims[3];
+    EXPECT_EQ(kiln_buffer_from_dltensor(&t.tensor, &b, dims, 3), kiln_error_device_unavailable);
+    EXPECT_STREQ(kiln_last_error_message(), "kiln_buffer_from_dltensor: the OpenCL tensor is on "
+                                            "device 1; kiln uses device 0 only");
+    t.tensor.device = {kDLCUDA, 0};
+    int64_t strides[3] = {12, 4, -1};
+    t.tensor.strides = strides;
+    EXPECT_EQ(kiln_buffer_from_dltensor(&t.tensor, &b, dims, 3), kiln_error_bad_stride);
+    EXPECT_STREQ(kiln_last_error_message(),
+                 "kiln_buffer_from_dltensor: axis 2 of the CUDA tensor has stride -1; device "
+                 "tensors need non-negative strides");
+}
+
+TEST(DLPack, AnOpenCLTensorCannotHaveAByteOffset) {
+    Tensor t;
+    t.tensor.data = fake_handle(0x5000);
+    t.tensor.byte_offset = 16;
+    t.tensor.device = {kDLOpenCL, 0};
+    kiln_buffer_t b;
+    kiln_dimension_t dims[3];
+    EXPECT_EQ(kiln_buffer_from_dltensor(&t.tensor, &b, dims, 3), kiln_error_device_unavailable);
+    EXPECT_STREQ(kiln_last_error_message(),
+                 "kiln_buffer_from_dltensor: the OpenCL tensor has byte_offset 16; a cl_mem "
+                 "cannot be offset, so it must be 0");
 }
 
 TEST(DLPack, TooManyDimensionsForTheStorageAreRejected) {
@@ -287,15 +354,86 @@ TEST(DLPack, NullArgumentsAreNamed) {
     EXPECT_STREQ(kiln_last_error_message(), "kiln_buffer_to_dltensor: the buffer is null");
 }
 
-TEST(DLPack, ABufferOnlyOnADeviceIsRejected) {
+TEST(DLPack, ADeviceHandleWithoutAnInterfaceIsRejected) {
     kiln_buffer_t b{};
     b.device = 1234;
     b.type = {kiln_type_float, 32, 1};
     DLTensor t;
     EXPECT_EQ(kiln_buffer_to_dltensor(&b, &t, nullptr, nullptr, 0), kiln_error_device_unavailable);
     EXPECT_STREQ(kiln_last_error_message(),
-                 "kiln_buffer_to_dltensor: the buffer lives only on a device; copy it to the host "
-                 "first");
+                 "kiln_buffer_to_dltensor: the buffer has a device handle but no device "
+                 "interface, so its device type is unknown");
+}
+
+namespace {
+
+// A device buffer of shape {3, 4} (DLPack order) on an interface with the given name; only the
+// name is read by the conversions.
+struct DeviceBuffer {
+    kiln_device_interface_t iface{};
+    kiln_dimension_t dims[2] = {{0, 4, 1, 0}, {0, 3, 4, 0}};
+    kiln_buffer_t b{};
+    explicit DeviceBuffer(const char *name) {
+        iface.name = name;
+        b.device = 0x9000;
+        b.device_interface = &iface;
+        b.type = {kiln_type_float, 32, 1};
+        b.dimensions = 2;
+        b.dim = dims;
+    }
+};
+
+} // namespace
+
+TEST(DLPack, ABufferWithAnOpenCLOrCUDACopyExportsTheDeviceHandle) {
+    for (const char *name : {"opencl", "cuda"}) {
+        DeviceBuffer d(name);
+        float host[12];
+        d.b.host = reinterpret_cast<uint8_t *>(host); // the device copy wins
+        DLTensor t;
+        int64_t shape[2], strides[2];
+        ASSERT_EQ(kiln_buffer_to_dltensor(&d.b, &t, shape, strides, 2), kiln_success)
+            << kiln_last_error_message();
+        EXPECT_EQ(t.device.device_type, std::string(name) == "opencl" ? kDLOpenCL : kDLCUDA);
+        EXPECT_EQ(t.device.device_id, 0);
+        EXPECT_EQ(t.data, fake_handle(0x9000));
+        EXPECT_EQ(shape[0], 3);
+        EXPECT_EQ(strides[0], 4);
+    }
+}
+
+TEST(DLPack, AStaleDeviceCopyOrAnUnknownInterfaceIsNotExported) {
+    DeviceBuffer d("opencl");
+    d.b.flags = kiln_buffer_flag_host_dirty;
+    DLTensor t;
+    int64_t shape[2], strides[2];
+    EXPECT_EQ(kiln_buffer_to_dltensor(&d.b, &t, shape, strides, 2), kiln_error_device_unavailable);
+    EXPECT_STREQ(kiln_last_error_message(),
+                 "kiln_buffer_to_dltensor: the buffer's host copy is newer than its device copy "
+                 "(host_dirty); call kiln_buffer_copy_to_device first");
+    DeviceBuffer other("metal");
+    EXPECT_EQ(kiln_buffer_to_dltensor(&other.b, &t, shape, strides, 2),
+              kiln_error_device_unavailable);
+    EXPECT_STREQ(kiln_last_error_message(),
+                 "kiln_buffer_to_dltensor: the buffer's device interface 'metal' has no DLPack "
+                 "device type");
+}
+
+TEST(DLPack, AnOpenCLBufferRoundTripsThroughDLPack) {
+    Tensor t;
+    t.tensor.data = fake_handle(0x5000);
+    t.tensor.device = {kDLOpenCL, 0};
+    kiln_buffer_t b;
+    kiln_dimension_t dims[3];
+    ASSERT_EQ(kiln_buffer_from_dltensor(&t.tensor, &b, dims, 3), kiln_success);
+    DLTensor back;
+    int64_t shape[3], strides[3];
+    ASSERT_EQ(kiln_buffer_to_dltensor(&b, &back, shape, strides, 3), kiln_success)
+        << kiln_last_error_message();
+    EXPECT_EQ(back.device.device_type, kDLOpenCL);
+    EXPECT_EQ(back.data, t.tensor.data);
+    EXPECT_EQ(shape[0], 2);
+    EXPECT_EQ(strides[0], 12);
 }
 
 TEST(DLPack, ABufferWithoutHostMemoryIsRejected) {

@@ -44,6 +44,11 @@ TEST(Error, CodeNamesSpellTheEnumerators) {
     EXPECT_STREQ(kiln_error_code_name(kiln_error_buffer_argument_null),
                  "kiln_error_buffer_argument_null");
     EXPECT_STREQ(kiln_error_code_name(kiln_error_bad_type), "kiln_error_bad_type");
+    EXPECT_STREQ(kiln_error_code_name(kiln_error_no_device), "kiln_error_no_device");
+    EXPECT_STREQ(kiln_error_code_name(kiln_error_device_compile), "kiln_error_device_compile");
+    EXPECT_STREQ(kiln_error_code_name(kiln_error_device_run), "kiln_error_device_run");
+    EXPECT_STREQ(kiln_error_code_name(kiln_error_device_memory), "kiln_error_device_memory");
+    EXPECT_STREQ(kiln_error_code_name(-16), "unknown error code");
     EXPECT_STREQ(kiln_error_code_name(kiln_error_bad_dimensions), "kiln_error_bad_dimensions");
     EXPECT_STREQ(kiln_error_code_name(kiln_error_access_out_of_bounds),
                  "kiln_error_access_out_of_bounds");
