@@ -1,7 +1,7 @@
 // The one header kiln users include.
 #pragma once
 
-#include "codegen/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "lang/BoundaryConditions.h"
 #include "lang/Buffer.h"
 #include "lang/Error.h"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "codegen/Target.h"
 #include "lang/Buffer.h"
 #include "lang/Func.h"

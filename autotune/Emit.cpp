@@ -5,7 +5,7 @@
 #include "apps/Operator.h"
 #include "autotune/Tuner.h"
 #include "codegen/AOT.h"
-#include "codegen/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "codegen/Target.h"
 #include "schedule/ScheduleTrace.h"
 #include "tuning_db/TuningDB.h"

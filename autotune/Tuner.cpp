@@ -16,7 +16,7 @@
 #include "autotune/Features.h"
 #include "autotune/Runner.h"
 #include "autotune/Strategy.h"
-#include "codegen/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "codegen/Target.h"
 #include "lang/Error.h"
 #include "schedule/ScheduleTrace.h"

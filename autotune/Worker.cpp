@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/Operator.h"
-#include "codegen/Pipeline.h"
+#include "driver/Pipeline.h"
 #include "lang/Error.h"
 #include "runtime/kiln_runtime.h"
 #include "schedule/ScheduleTrace.h"

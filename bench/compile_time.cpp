@@ -31,7 +31,7 @@
 #include "codegen/CodeGenLLVM.h"
 #include "codegen/JIT.h"
 #include "codegen/LLVMModuleImpl.h"
-#include "codegen/Pipeline.h"
+#include "driver/Pipeline.h"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/CodeGenDevice.h"
 #include "codegen/CodeGenLLVM.h"
 #include "codegen/ObjectEmitter.h"
-#include "codegen/Pipeline.h"
 #include "lang/Error.h"
 #include "lang/IRPrinter.h"
 
@@ -31,6 +31,8 @@ const KindInfo kind_table[] = {
     {OutputKind::LLVMIR, "llvm_ir", ".ll"},
     {OutputKind::LoweredStmt, "lowered_stmt", ".stmt"},
     {OutputKind::Metadata, "metadata", ".json"},
+    {OutputKind::OpenCLSource, "opencl_source", ".cl"},
+    {OutputKind::CUDASource, "cuda_source", ".cu"},
 };
 
 const KindInfo &info(OutputKind k) {
@@ -303,6 +305,8 @@ std::string lowered_stmt_text(const LoweredFunc &f) {
         s << "//   " << f.args[i].name << ": " << describe(f.args[i]) << "\n";
     }
     s << to_string(f.body);
+    for (const DeviceKernel &k : f.kernels)
+        s << describe_kernel(k);
     std::string r = s.str();
     if (r.empty() || r.back() != '\n') r += "\n";
     return r;
@@ -352,8 +356,9 @@ void compile_lowered_to(const LoweredFunc &f, const Target &t, const OutputSet &
     }
     bool needs_llvm = outputs.has(OutputKind::Object) || outputs.has(OutputKind::StaticLibrary) ||
                       outputs.has(OutputKind::Assembly) || outputs.has(OutputKind::LLVMIR);
+    std::string device_source = kernel_source(f, t);
     if (needs_llvm) {
-        LLVMModule module = compile_to_llvm_module(f, t);
+        LLVMModule module = compile_to_llvm_module(f, t, device_source);
         if (outputs.has(OutputKind::LLVMIR)) module.write_llvm_ir(outputs.path(OutputKind::LLVMIR));
         if (outputs.has(OutputKind::Assembly)) {
             module.write_assembly(outputs.path(OutputKind::Assembly));
@@ -381,31 +386,12 @@ void compile_lowered_to(const LoweredFunc &f, const Target &t, const OutputSet &
     if (outputs.has(OutputKind::Metadata)) {
         write_output_file(outputs.path(OutputKind::Metadata), metadata_json(f, t), "metadata");
     }
-}
-
-// Pipeline's ahead-of-time methods live here, next to what they call (declared in Pipeline.h).
-
-void Pipeline::compile_to(const OutputSet &outputs, const std::string &function_name,
-                          const Target &target,
-                          const std::vector<std::string> &argument_order) const {
-    check_c_identifier(function_name, "function name");
-    compile_lowered_to(with_argument_order(lower(function_name), argument_order), target, outputs);
-}
-
-void Pipeline::compile_to_static_library(const std::string &dir, const std::string &function_name,
-                                         const Target &target,
-                                         const std::vector<std::string> &argument_order) const {
-    compile_to(OutputSet::in_directory(dir, function_name,
-                                       {OutputKind::StaticLibrary, OutputKind::CHeader}),
-               function_name, target, argument_order);
-}
-
-void Pipeline::compile_to_file(const std::string &dir, const std::string &function_name,
-                               const Target &target,
-                               const std::vector<std::string> &argument_order) const {
-    compile_to(
-        OutputSet::in_directory(dir, function_name, {OutputKind::Object, OutputKind::CHeader}),
-        function_name, target, argument_order);
+    // The kernels' source, for reading: the object embeds the same text.
+    OutputKind source_kind =
+        t.gpu == GpuApi::CUDA ? OutputKind::CUDASource : OutputKind::OpenCLSource;
+    if (!device_source.empty() && outputs.has(source_kind)) {
+        write_output_file(outputs.path(source_kind), device_source, "the kernels' source");
+    }
 }
 
 } // namespace kiln

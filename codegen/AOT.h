@@ -31,15 +31,17 @@ enum class OutputKind {
     Assembly,      ///< ".s"
     LLVMIR,        ///< optimized LLVM IR text, ".ll"
     LoweredStmt,   ///< the lowered loop nest as text, ".stmt"
-    Metadata       ///< JSON: name, target, signature, arguments, ".json"
+    Metadata,      ///< JSON: name, target, signature, arguments, ".json"
+    OpenCLSource,  ///< the GPU kernels as OpenCL C, ".cl" (written for gpu=opencl targets)
+    CUDASource,    ///< the GPU kernels as CUDA C, ".cu" (written for gpu=cuda targets)
 };
 
 /// Every kind, in declaration order.
 std::vector<OutputKind> all_output_kinds();
-/// The file suffix of a kind: ".o", ".a", ".h", ".s", ".ll", ".stmt", ".json".
+/// The file suffix of a kind: ".o", ".a", ".h", ".s", ".ll", ".stmt", ".json", ".cl", ".cu".
 std::string output_suffix(OutputKind k);
 /// The command-line name of a kind: object, static_library, c_header, assembly, llvm_ir,
-/// lowered_stmt, metadata.
+/// lowered_stmt, metadata, opencl_source, cuda_source.
 std::string output_kind_name(OutputKind k);
 /// Parses output_kind_name(); CompileError listing the known names otherwise.
 OutputKind parse_output_kind(const std::string &name);

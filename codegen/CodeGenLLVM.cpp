@@ -59,6 +59,25 @@ private:
     std::map<std::string, std::vector<T>> table;
 };
 
+/// The buffers whose kiln_buffer_t descriptor the host intrinsics of schedule/OffloadGPULoops.h
+/// name ("<buffer>.buffer" Variables).
+std::set<std::string> descriptor_names(const Stmt &s) {
+    class Find : public IRVisitor {
+    public:
+        std::set<std::string> names;
+        using IRVisitor::visit;
+        void visit(const Variable *op) override {
+            const std::string suffix = buffer_descriptor_name("");
+            if (op->name.size() > suffix.size() &&
+                op->name.compare(op->name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+                names.insert(op->name.substr(0, op->name.size() - suffix.size()));
+            }
+        }
+    } find;
+    find.include(s);
+    return find.names;
+}
+
 /// The variables and buffers a statement names; a parallel loop's closure captures those that
 /// are in scope where the loop starts.
 class CollectNames : public IRVisitor {
@@ -91,6 +110,11 @@ struct FunctionState {
     Scope<llvm::Value *> broadcast_scalars;
     /// kiln_malloc blocks live at the current point, freed on every error return.
     std::vector<llvm::Value *> heap_allocations;
+    /// kiln_buffer_t descriptors of buffer arguments and of allocations that kernels use.
+    Scope<llvm::Value *> descriptors;
+    /// Descriptors made by kiln_device_buffer_wrap live at the current point, released on every
+    /// error return.
+    std::vector<llvm::Value *> device_wraps;
 };
 
 class CodeGen : public IRVisitor {
@@ -120,9 +144,30 @@ public:
         kiln_parallel_for_fn = declare("kiln_parallel_for", i32, {ptr, ptr, i32, i32, ptr});
         // kiln_type_t (4 bytes) is passed by value in one integer register on x86-64 and AArch64.
         kiln_buffer_check_fn = declare("kiln_buffer_check", i32, {ptr, ptr, i32, i32});
+        llvm::Type *i64 = builder.getInt64Ty(), *void_type = builder.getVoidTy();
+        device_fns.launch =
+            declare("kiln_device_launch", i32, {ptr, ptr, i64, ptr, ptr, ptr, i32, ptr, ptr, ptr});
+        device_fns.interface = declare("kiln_device_interface", ptr, {i32});
+        device_fns.copy_to_device = declare("kiln_buffer_copy_to_device", i32, {ptr, ptr});
+        device_fns.malloc = declare("kiln_buffer_prepare_output", i32, {ptr, ptr});
+        device_fns.copy_to_host = declare("kiln_buffer_copy_to_host", i32, {ptr});
+        device_fns.set_host_dirty = declare("kiln_buffer_set_host_dirty", void_type, {ptr, i32});
+        device_fns.set_device_dirty =
+            declare("kiln_buffer_set_device_dirty", void_type, {ptr, i32});
+        device_fns.wrap = declare("kiln_device_buffer_wrap", ptr, {ptr, i64});
+        device_fns.release = declare("kiln_device_buffer_release", void_type, {ptr});
     }
 
-    void compile(const LoweredFunc &f) {
+    void compile(const LoweredFunc &f, const std::string &device_source) {
+        lowered = &f;
+        if (!f.kernels.empty()) {
+            internal_assert(target.has_gpu(), "codegen: '", f.name,
+                            "' has GPU kernels but the target has no GPU API");
+            source_global =
+                builder.CreateGlobalString(device_source, f.name + ".device_source", 0, &module);
+            source_size = device_source.size();
+            wrapped_allocations = descriptor_names(f.body);
+        }
         std::vector<llvm::Type *> params;
         for (const LoweredArgument &a : f.args) {
             internal_assert(a.kind == LoweredArgument::Buffer || a.type.is_scalar(),
@@ -163,7 +208,15 @@ private:
     llvm::StructType *buffer_type, *dimension_type;
     llvm::FunctionCallee kiln_error_fn, kiln_malloc_fn, kiln_free_fn, kiln_parallel_for_fn,
         kiln_buffer_check_fn;
-    llvm::Value *percent_s = nullptr; ///< the "%s" format passed to kiln_error
+    struct {
+        llvm::FunctionCallee launch, interface, copy_to_device, malloc, copy_to_host,
+            set_host_dirty, set_device_dirty, wrap, release;
+    } device_fns;
+    const LoweredFunc *lowered = nullptr;
+    llvm::Value *source_global = nullptr; ///< the kernels' source text
+    size_t source_size = 0;
+    std::set<std::string> wrapped_allocations; ///< allocations whose descriptor is used
+    llvm::Value *percent_s = nullptr;          ///< the "%s" format passed to kiln_error
 
     // ---- Helpers ---------------------------------------------------------------------------
 
@@ -246,6 +299,9 @@ private:
         builder.CreateCondBr(ok, pass, fail, llvm::MDBuilder(context).createLikelyBranchWeights());
         builder.SetInsertPoint(fail);
         llvm::Value *code = failure_code();
+        for (auto it = state.device_wraps.rbegin(); it != state.device_wraps.rend(); ++it) {
+            builder.CreateCall(device_fns.release, {*it});
+        }
         for (auto it = state.heap_allocations.rbegin(); it != state.heap_allocations.rend(); ++it) {
             builder.CreateCall(kiln_free_fn, {*it});
         }
@@ -336,6 +392,7 @@ private:
             }
         }
         state.buffers.push(a.name, host);
+        state.descriptors.push(a.name, buffer);
     }
 
     /// `int32_t name_argv(void **args)`: loads each argument through its pointer and calls the
@@ -659,6 +716,7 @@ private:
             value = codegen(op->args[0]);
             return;
         }
+        if (op->call_type == Call::Intrinsic && codegen_device_intrinsic(op)) return;
         internal_assert(op->call_type == Call::Math || op->name == intrinsic::abs ||
                             op->name == intrinsic::fma,
                         "codegen: unknown intrinsic '", op->name, "'");
@@ -668,6 +726,107 @@ private:
             args.push_back(codegen(a));
         }
         value = codegen_math_call(builder, op->name, op->type, op->args[0].type(), args);
+    }
+
+    // ---- Host side of GPU kernels (schedule/OffloadGPULoops.h) --------------------------------
+
+    llvm::Value *descriptor_of(const Expr &e) {
+        const Variable *v = e.as<Variable>();
+        internal_assert(v, "codegen: a device intrinsic takes a buffer descriptor, got ", e);
+        std::string name = v->name.substr(0, v->name.size() - buffer_descriptor_name("").size());
+        const auto *d = state.descriptors.find(name);
+        internal_assert(d, "codegen: no descriptor for buffer '", name, "'");
+        return *d;
+    }
+
+    /// The runtime's interface for the target's GPU API; returns kiln_error_no_device (with the
+    /// runtime's message) where there is none.
+    llvm::Value *device_interface() {
+        llvm::Value *iface =
+            builder.CreateCall(device_fns.interface, {builder.getInt32(int(target.gpu))});
+        return_unless(builder.CreateIsNotNull(iface),
+                      [&] { return builder.getInt32(kiln_error_no_device); });
+        return iface;
+    }
+
+    /// Emits a host intrinsic; false when op is not one.
+    bool codegen_device_intrinsic(const Call *op) {
+        const std::string &n = op->name;
+        llvm::Value *code = nullptr;
+        if (n == intrinsic::gpu_launch) {
+            code = launch_kernel(op);
+        } else if (n == intrinsic::device_copy_to_device || n == intrinsic::device_prepare_output) {
+            auto fn = n == intrinsic::device_prepare_output ? device_fns.malloc
+                                                            : device_fns.copy_to_device;
+            code = builder.CreateCall(fn, {descriptor_of(op->args[0]), device_interface()});
+        } else if (n == intrinsic::device_copy_to_host) {
+            code = builder.CreateCall(device_fns.copy_to_host, {descriptor_of(op->args[0])});
+        } else if (n == intrinsic::device_set_host_dirty ||
+                   n == intrinsic::device_set_device_dirty) {
+            auto fn = n == intrinsic::device_set_host_dirty ? device_fns.set_host_dirty
+                                                            : device_fns.set_device_dirty;
+            builder.CreateCall(fn, {descriptor_of(op->args[0]), builder.getInt32(1)});
+            value = builder.getInt32(0);
+            return true;
+        } else {
+            return false;
+        }
+        return_unless(is_success(code), [&] { return code; });
+        value = builder.getInt32(0);
+        return true;
+    }
+
+    /// gpu_launch(kernel, blocks x, y, z, scalars...): packs the arguments as the device
+    /// interface's run() takes them and calls kiln_device_launch.
+    llvm::Value *launch_kernel(const Call *op) {
+        std::optional<int64_t> index = as_const_int(op->args[0]);
+        internal_assert(index && *index >= 0 && size_t(*index) < lowered->kernels.size(),
+                        "codegen: gpu_launch of an unknown kernel");
+        const DeviceKernel &k = lowered->kernels[size_t(*index)];
+        auto *dims_type = llvm::ArrayType::get(i32, 3);
+        llvm::Value *blocks = entry_alloca(dims_type, std::nullopt, k.name + ".blocks");
+        llvm::Value *threads = entry_alloca(dims_type, std::nullopt, k.name + ".threads");
+        for (unsigned d = 0; d < 3; d++) {
+            builder.CreateStore(codegen(op->args[1 + d]),
+                                builder.CreateConstInBoundsGEP2_32(dims_type, blocks, 0, d));
+            builder.CreateStore(builder.getInt32(k.threads[d]),
+                                builder.CreateConstInBoundsGEP2_32(dims_type, threads, 0, d));
+        }
+        unsigned n = unsigned(k.args.size());
+        auto *ptrs_type = llvm::ArrayType::get(ptr, std::max(n, 1u));
+        auto *sizes_type = llvm::ArrayType::get(builder.getInt64Ty(), std::max(n, 1u));
+        auto *flags_type = llvm::ArrayType::get(builder.getInt8Ty(), std::max(n, 1u));
+        llvm::Value *args = entry_alloca(ptrs_type, std::nullopt, k.name + ".args");
+        llvm::Value *sizes = entry_alloca(sizes_type, std::nullopt, k.name + ".arg_sizes");
+        llvm::Value *flags = entry_alloca(flags_type, std::nullopt, k.name + ".arg_is_buffer");
+        size_t scalar = 4;
+        for (unsigned i = 0; i < n; i++) {
+            const DeviceArgument &a = k.args[i];
+            llvm::Value *v;
+            if (a.is_buffer) {
+                const auto *d = state.descriptors.find(a.name);
+                internal_assert(d, "codegen: kernel argument '", a.name, "' has no descriptor");
+                v = *d;
+            } else {
+                v = codegen(op->args[scalar++]);
+                // Device code takes bool scalars as one byte (OpenCL: uchar; CUDA: bool).
+                if (a.type.is_bool()) v = builder.CreateZExt(v, builder.getInt8Ty());
+            }
+            llvm::Value *slot = entry_alloca(v->getType(), std::nullopt, a.name + ".arg");
+            builder.CreateStore(v, slot);
+            builder.CreateStore(slot, builder.CreateConstInBoundsGEP2_32(ptrs_type, args, 0, i));
+            uint64_t bytes = module.getDataLayout().getTypeAllocSize(v->getType());
+            builder.CreateStore(builder.getInt64(bytes),
+                                builder.CreateConstInBoundsGEP2_32(sizes_type, sizes, 0, i));
+            builder.CreateStore(builder.getInt8(a.is_buffer ? 1 : 0),
+                                builder.CreateConstInBoundsGEP2_32(flags_type, flags, 0, i));
+        }
+        llvm::Value *name = builder.CreateGlobalString(k.name, k.name + ".name", 0, &module);
+        return builder.CreateCall(
+            device_fns.launch, {device_interface(), source_global, builder.getInt64(source_size),
+                                name, builder.CreateConstInBoundsGEP2_32(dims_type, blocks, 0, 0),
+                                builder.CreateConstInBoundsGEP2_32(dims_type, threads, 0, 0),
+                                builder.getInt32(int(n)), args, sizes, flags});
     }
 
     // ---- Statements ------------------------------------------------------------------------
@@ -921,7 +1080,29 @@ private:
             state.heap_allocations.push_back(p);
         }
         state.buffers.push(op->name, p);
+        llvm::Value *descriptor = nullptr;
+        if (wrapped_allocations.count(op->name)) {
+            llvm::Value *bytes = builder.getInt64(element_bytes);
+            for (const Expr &e : op->extents) {
+                bytes =
+                    builder.CreateMul(bytes, builder.CreateSExt(codegen(e), builder.getInt64Ty()));
+            }
+            bytes =
+                builder.CreateBinaryIntrinsic(llvm::Intrinsic::smax, bytes, builder.getInt64(0));
+            descriptor = builder.CreateCall(device_fns.wrap, {p, bytes}, op->name + ".buffer");
+            return_unless(builder.CreateIsNotNull(descriptor), [&] {
+                return call_kiln_error(kiln_error_out_of_memory,
+                                       "out of memory describing '" + op->name + "'");
+            });
+            state.device_wraps.push_back(descriptor);
+            state.descriptors.push(op->name, descriptor);
+        }
         codegen(op->body);
+        if (descriptor) {
+            builder.CreateCall(device_fns.release, {descriptor});
+            state.device_wraps.pop_back();
+            state.descriptors.pop(op->name);
+        }
         state.buffers.pop(op->name);
         if (!on_stack) {
             builder.CreateCall(kiln_free_fn, {p});
@@ -965,7 +1146,8 @@ private:
 
 } // namespace
 
-LLVMModule compile_to_llvm_module(const LoweredFunc &f, const Target &t) {
+LLVMModule compile_to_llvm_module(const LoweredFunc &f, const Target &t,
+                                  const std::string &device_source) {
     internal_assert(!f.name.empty(), "codegen: the lowered function has no name");
     internal_assert(f.body.defined(), "codegen: function '", f.name, "' has no body");
     auto m = std::make_unique<LLVMModule::Impl>();
@@ -976,7 +1158,7 @@ LLVMModule compile_to_llvm_module(const LoweredFunc &f, const Target &t) {
     m->module = std::make_unique<llvm::Module>(f.name, *m->context);
     m->module->setTargetTriple(t.triple);
     m->module->setDataLayout(m->target_machine->createDataLayout());
-    CodeGen(t, *m->module).compile(f);
+    CodeGen(t, *m->module).compile(f, device_source);
     std::string problems;
     llvm::raw_string_ostream out(problems);
     bool broken = llvm::verifyModule(*m->module, &out);

@@ -24,7 +24,11 @@
 //  - Parallel loops become a task function over a closure struct, run by kiln_parallel_for;
 //    Vectorized and Unrolled loops left by lowering run as serial loops;
 //  - Stack and Register allocations of constant size, and Auto ones up to 16 KiB, live on the
-//    stack; the others use kiln_malloc and are freed on every exit, error returns included.
+//    stack; the others use kiln_malloc and are freed on every exit, error returns included;
+//  - GPU kernel launches and host/device copies (schedule/OffloadGPULoops.h) are calls into the
+//    runtime's device functions (kiln_device_launch, kiln_buffer_copy_to_device, ...) with the
+//    interface of the target's GPU API; allocations that kernels use get a kiln_buffer_t from
+//    kiln_device_buffer_wrap, released on every exit.
 #pragma once
 
 #include "codegen/LLVMModule.h"
@@ -33,8 +37,12 @@
 
 namespace kiln {
 
-/// Compiles f for t and optimizes it at O3. InternalError on IR that lowering should not have
-/// left (Provide, Realize, Func calls, GPU loops and allocations).
-LLVMModule compile_to_llvm_module(const LoweredFunc &f, const Target &t);
+/// Compiles the host code of f for t and optimizes it with kiln's pass list (codegen/LLVMModule).
+/// A pipeline with GPU kernels needs t.gpu and the kernels' source (codegen/CodeGenDevice.h),
+/// which the module embeds and hands to the runtime's device interface at each launch.
+/// InternalError on IR that lowering should not have left (Provide, Realize, Func calls, GPU
+/// loops and shared allocations).
+LLVMModule compile_to_llvm_module(const LoweredFunc &f, const Target &t,
+                                  const std::string &device_source = "");
 
 } // namespace kiln

@@ -39,6 +39,15 @@ llvm::orc::SymbolMap runtime_symbols(llvm::orc::LLJIT &jit) {
     add("kiln_free", &kiln_free);
     add("kiln_parallel_for", &kiln_parallel_for);
     add("kiln_buffer_check", &kiln_buffer_check);
+    add("kiln_device_launch", &kiln_device_launch);
+    add("kiln_device_interface", &kiln_device_interface);
+    add("kiln_buffer_copy_to_device", &kiln_buffer_copy_to_device);
+    add("kiln_buffer_prepare_output", &kiln_buffer_prepare_output);
+    add("kiln_buffer_copy_to_host", &kiln_buffer_copy_to_host);
+    add("kiln_buffer_set_host_dirty", &kiln_buffer_set_host_dirty);
+    add("kiln_buffer_set_device_dirty", &kiln_buffer_set_device_dirty);
+    add("kiln_device_buffer_wrap", &kiln_device_buffer_wrap);
+    add("kiln_device_buffer_release", &kiln_device_buffer_release);
     return symbols;
 }
 
@@ -52,9 +61,9 @@ struct JITModule::Impl {
     double compile_ms = 0;
 };
 
-JITModule::JITModule(const LoweredFunc &f, const Target &t) {
+JITModule::JITModule(const LoweredFunc &f, const Target &t, const std::string &device_source) {
     auto start = std::chrono::steady_clock::now();
-    LLVMModule module = compile_to_llvm_module(f, t);
+    LLVMModule module = compile_to_llvm_module(f, t, device_source);
     std::string object = module.object_code();
 
     llvm::orc::JITTargetMachineBuilder machine{llvm::Triple(t.triple)};

@@ -18,7 +18,8 @@ public:
     using ArgvFunction = int32_t (*)(void **args);
 
     /// Compiles f for t, which must describe this machine (the default), and loads it.
-    explicit JITModule(const LoweredFunc &f, const Target &t = Target::host());
+    explicit JITModule(const LoweredFunc &f, const Target &t = Target::host(),
+                       const std::string &device_source = "");
     JITModule(JITModule &&) noexcept;
     JITModule &operator=(JITModule &&) noexcept;
     ~JITModule();

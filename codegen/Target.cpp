@@ -31,6 +31,28 @@ int vector_bits_for(const Target &t) {
 
 } // namespace
 
+const char *gpu_api_name(GpuApi api) {
+    switch (api) {
+    case GpuApi::None:
+        return "none";
+    case GpuApi::CUDA:
+        return "cuda";
+    case GpuApi::OpenCL:
+        return "opencl";
+    }
+    return "?";
+}
+
+bool parse_gpu_api(const std::string &text, GpuApi *out) {
+    for (GpuApi api : {GpuApi::None, GpuApi::CUDA, GpuApi::OpenCL}) {
+        if (text == gpu_api_name(api)) {
+            *out = api;
+            return true;
+        }
+    }
+    return false;
+}
+
 Target Target::host() {
     Target t;
     t.triple = llvm::sys::getProcessTriple();
@@ -55,7 +77,8 @@ bool Target::has_feature(const std::string &name) const {
 
 std::string Target::to_string() const {
     return "triple=" + triple + ";cpu=" + cpu + ";features=" + features +
-           ";vector_bits=" + std::to_string(vector_bits) + ";fast_math=" + (fast_math ? "1" : "0");
+           ";vector_bits=" + std::to_string(vector_bits) + ";fast_math=" + (fast_math ? "1" : "0") +
+           (gpu == GpuApi::None ? "" : std::string(";gpu=") + gpu_api_name(gpu));
 }
 
 Target Target::from_string(const std::string &text) {
@@ -83,9 +106,14 @@ Target Target::from_string(const std::string &text) {
                 user_error("target '", text, "': fast_math must be 0 or 1, got '", value, "'");
             }
             t.fast_math = value == "1";
+        } else if (key == "gpu") {
+            if (!parse_gpu_api(value, &t.gpu)) {
+                user_error("target '", text, "': gpu must be none, cuda or opencl, got '", value,
+                           "'");
+            }
         } else {
             user_error("target '", text, "': unknown key '", key,
-                       "' (known: triple, cpu, features, vector_bits, fast_math)");
+                       "' (known: triple, cpu, features, vector_bits, fast_math, gpu)");
         }
     }
     return t;

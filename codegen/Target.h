@@ -7,6 +7,13 @@
 
 namespace kiln {
 
+/// The GPU API that kernels (loops bound to gpu_blocks/gpu_threads) are compiled for.
+enum class GpuApi { None, CUDA, OpenCL };
+/// "none", "cuda", "opencl": the spelling of the target's text form.
+const char *gpu_api_name(GpuApi api);
+/// Parses gpu_api_name's spelling; false for anything else.
+bool parse_gpu_api(const std::string &text, GpuApi *out);
+
 struct Target {
     std::string triple;   ///< LLVM target triple, e.g. "x86_64-unknown-linux-gnu"
     std::string cpu;      ///< LLVM CPU name, e.g. "skylake-avx512"
@@ -15,6 +22,16 @@ struct Target {
     bool fast_math = false;
     /// The widest vector register in bits (512 with AVX-512, 256 with AVX, else 128).
     int vector_bits = 128;
+    /// The API of GPU kernels; host code always runs on the CPU described above.
+    GpuApi gpu = GpuApi::None;
+
+    /// This target with GPU kernels compiled for api: `Target::host().with_gpu(GpuApi::OpenCL)`.
+    Target with_gpu(GpuApi api) const {
+        Target t = *this;
+        t.gpu = api;
+        return t;
+    }
+    bool has_gpu() const { return gpu != GpuApi::None; }
 
     /// The machine this process runs on.
     static Target host();
@@ -23,7 +40,8 @@ struct Target {
     bool has_feature(const std::string &name) const;
 
     /// The stable text form:
-    /// "triple=...;cpu=...;features=...;vector_bits=512;fast_math=0".
+    /// "triple=...;cpu=...;features=...;vector_bits=512;fast_math=0", then ";gpu=cuda" or
+    /// ";gpu=opencl" when the target has a GPU API (so CPU-only keys are what they always were).
     std::string to_string() const;
 
     /// Parses the text form of to_string(); keys may come in any order and missing ones keep

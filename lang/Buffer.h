@@ -16,6 +16,8 @@
 
 namespace kiln {
 
+struct Target;
+
 struct BufferDim {
     int min = 0;
     int extent = 0;
@@ -29,6 +31,30 @@ struct BufferContents {
     std::vector<BufferDim> dims;
     uint8_t *host = nullptr;
     std::shared_ptr<uint8_t> allocation; ///< set when the buffer owns its memory
+
+    /// The device copy, as in the runtime's kiln_buffer_t: handle (0 for none), the
+    /// kiln_device_interface_t that owns it, and kiln_buffer_flag_t bits (host/device dirty).
+    uint64_t device = 0;
+    const void *device_interface = nullptr;
+    uint64_t device_flags = 0;
+    /// Set by the code that made the device copy (driver/Pipeline.cpp, which links the
+    /// runtime): copies a newer device copy back to the host; frees the device copy.
+    void (*device_copy_back)(BufferContents *) = nullptr;
+    void (*device_release)(BufferContents *) = nullptr;
+
+    BufferContents() = default;
+    BufferContents(const BufferContents &) = delete;
+    BufferContents &operator=(const BufferContents &) = delete;
+    ~BufferContents() {
+        if (device && device_release) device_release(this);
+    }
+    /// Before the host touches the data through Buffer<T>: brings back a newer device copy and
+    /// marks the host copy as possibly changed (Halide's rule for non-const element access).
+    void host_access() {
+        if (!device) return;
+        if ((device_flags & 2) && device_copy_back) device_copy_back(this);
+        device_flags |= 1;
+    }
 
     /// Number of elements (product of extents).
     int64_t number_of_elements() const;
@@ -67,6 +93,22 @@ public:
     /// strides (so wrapped, non-dense memory is visited correctly), dimension 0 fastest.
     void for_each_offset(const std::function<void(int64_t)> &fn) const;
     const std::shared_ptr<BufferContents> &get_contents() const { return contents; }
+
+    /// Device copies (defined in driver/Pipeline.cpp; a program calling them links `kiln`).
+    /// Allocates a device copy for target's GPU API and copies the host data when the device
+    /// copy is missing or stale.
+    void copy_to_device(const Target &target);
+    /// Copies the device copy back when it is newer than the host's.
+    void copy_to_host();
+    /// Frees the device copy (without copying it back).
+    void device_free();
+    bool has_device_allocation() const { return get()->device != 0; }
+    bool host_dirty() const { return (get()->device_flags & 1) != 0; }
+    bool device_dirty() const { return (get()->device_flags & 2) != 0; }
+    /// Marks host data as changed (or not) since the last copy to the device.
+    void set_host_dirty(bool dirty = true) {
+        get()->device_flags = dirty ? get()->device_flags | 1 : get()->device_flags & ~uint64_t(1);
+    }
     /// The buffer as an input of an algorithm: a call at the given coordinates.
     Expr call(const std::vector<Expr> &args) const;
 
@@ -105,13 +147,18 @@ public:
     Buffer(T *data, const std::vector<int> &extents, const std::string &name = "")
         : BufferBase(type_of<T>(), data, extents, name) {}
 
-    T *data() const { return reinterpret_cast<T *>(raw_data()); }
+    /// The host data; brings back a newer device copy first and marks the host copy dirty.
+    T *data() const {
+        get()->host_access();
+        return reinterpret_cast<T *>(raw_data());
+    }
 
     /// Element access with integer coordinates, or a call in an algorithm with Expr coordinates.
     template <typename... Args>
     decltype(auto) operator()(Args... args) const {
         if constexpr ((std::is_integral_v<Args> && ...)) {
             static_assert(!std::is_void_v<T>, "element access needs a typed Buffer<T>");
+            get()->host_access();
             return *reinterpret_cast<T *>(address_of(std::vector<int>{int(args)...}));
         } else {
             return call(std::vector<Expr>{Expr(args)...});

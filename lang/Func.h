@@ -190,7 +190,7 @@ public:
     std::string to_string() const;
 
     /// Compiles the pipeline ending at this Func for the host (cached) and evaluates it over
-    /// [0, extents). Defined by the compiler (codegen/Pipeline.cpp), so it needs the `kiln`
+    /// [0, extents). Defined by the compiler (driver/Pipeline.cpp), so it needs the `kiln`
     /// library, not only `kiln_lang`.
     BufferBase realize(const std::vector<int> &extents) const;
 

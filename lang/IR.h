@@ -180,6 +180,10 @@ namespace intrinsic {
 inline constexpr const char *likely = "likely"; ///< a hint: the argument is usually true
 inline constexpr const char *abs = "abs";       ///< absolute value, unsigned result for ints
 inline constexpr const char *fma = "fma";       ///< fused multiply-add, one rounding
+// Device code (see schedule/LoweredFunc.h, DeviceKernel):
+inline constexpr const char *gpu_block_id = "gpu_block_id";   ///< (int32 dim) -> int32
+inline constexpr const char *gpu_thread_id = "gpu_thread_id"; ///< (int32 dim) -> int32
+inline constexpr const char *gpu_barrier = "gpu_barrier";     ///< () -> int32 0, in Evaluate
 } // namespace intrinsic
 
 struct LetStmt : StmtNode<IRNodeType::LetStmt> {

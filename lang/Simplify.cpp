@@ -141,7 +141,9 @@ Stmt Simplifier::visit(const For *op) {
     Expr min = mutate(op->min), extent = mutate(op->extent);
     auto e = const_value(extent);
     if (e && *e <= 0) return Stmt();
-    if (e && *e == 1) return mutate(LetStmt::make(op->name, min, op->body));
+    // A GPU loop of one iteration still says where the code runs (gpu_single_thread).
+    bool gpu = op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread;
+    if (e && *e == 1 && !gpu) return mutate(LetStmt::make(op->name, min, op->body));
     // Inside the body the loop variable lies in [min, min + extent - 1].
     ConstInterval m = bounds_of(min), x = bounds_of(extent), range;
     range.min = m.min;

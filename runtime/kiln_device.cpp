@@ -61,6 +61,11 @@ int kiln_buffer_device_malloc(kiln_buffer_t *b, const kiln_device_interface_t *i
     return iface->device_malloc(b);
 }
 
+int kiln_buffer_prepare_output(kiln_buffer_t *b, const kiln_device_interface_t *iface) {
+    if (kiln_buffer_host_dirty(b)) return kiln_buffer_copy_to_device(b, iface);
+    return kiln_buffer_device_malloc(b, iface);
+}
+
 int kiln_buffer_copy_to_device(kiln_buffer_t *b, const kiln_device_interface_t *iface) {
     const char *fn = "kiln_buffer_copy_to_device";
     if (!b) return kiln_error(kiln_error_buffer_argument_null, "%s: the buffer is null", fn);

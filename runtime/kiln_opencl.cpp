@@ -57,6 +57,8 @@ constexpr cl_device_info CL_DEVICE_MAX_WORK_ITEM_SIZES = 0x1005;
 constexpr cl_device_info CL_DEVICE_LOCAL_MEM_SIZE = 0x1023;
 constexpr cl_device_info CL_DEVICE_NAME = 0x102B;
 constexpr cl_device_info CL_DEVICE_EXTENSIONS = 0x1030;
+constexpr cl_device_info CL_DEVICE_SINGLE_FP_CONFIG = 0x101B;
+constexpr cl_ulong CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT = 1 << 7;
 constexpr cl_context_properties CL_CONTEXT_PLATFORM = 0x1084;
 constexpr cl_mem_info CL_MEM_SIZE = 0x1102;
 constexpr cl_mem_info CL_MEM_CONTEXT = 0x1106;
@@ -225,6 +227,8 @@ struct State {
     cl_command_queue queue = nullptr;
     char device_name[256] = {};
     bool has_fp64 = false;
+    // float division and sqrt correctly rounded, as lang/IR.h defines them (needs a build option)
+    bool correctly_rounded_divide_sqrt = false;
     size_t max_work_group_size = 0;
     size_t max_work_item_sizes[3] = {};
     cl_ulong local_mem_size = 0;
@@ -407,6 +411,11 @@ int query_device(State &s) {
         }
         std::free(extensions);
     }
+    cl_ulong fp_config = 0;
+    s.correctly_rounded_divide_sqrt =
+        s.cl.clGetDeviceInfo(s.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp_config), &fp_config,
+                             nullptr) == CL_SUCCESS &&
+        (fp_config & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
     return kiln_success;
 }
 
@@ -622,7 +631,9 @@ int find_program(State &s, const char *source, size_t size, const char *kernel_n
         s.context, prefix ? 2 : 1, strings + (prefix ? 0 : 1), lengths + (prefix ? 0 : 1), &err);
     if (!program || err != CL_SUCCESS)
         return call_failed(kiln_error_device_run, "clCreateProgramWithSource", err);
-    err = s.cl.clBuildProgram(program, 1, &s.device, "", nullptr, nullptr);
+    const char *options =
+        s.correctly_rounded_divide_sqrt ? "-cl-fp32-correctly-rounded-divide-sqrt" : "";
+    err = s.cl.clBuildProgram(program, 1, &s.device, options, nullptr, nullptr);
     if (err != CL_SUCCESS) {
         int code = build_failed(s, program, err, source, size, kernel_name);
         s.cl.clReleaseProgram(program);

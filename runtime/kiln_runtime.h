@@ -266,6 +266,11 @@ const kiln_device_interface_t *kiln_device_interface(int api);
 /// an error if it has one on another interface.
 int kiln_buffer_device_malloc(kiln_buffer_t *b, const kiln_device_interface_t *iface);
 
+/// Gives b a device copy for a kernel that writes it without reading it: copies the host data
+/// first only when it is newer (host_dirty, so what the kernel does not overwrite stays), else
+/// only allocates (kiln_buffer_device_malloc).
+int kiln_buffer_prepare_output(kiln_buffer_t *b, const kiln_device_interface_t *iface);
+
 /// Makes b's device copy on iface current: allocates it if needed, copies host -> device if b had
 /// no device copy (and has host memory) or its host_dirty bit is set, and clears host_dirty. An
 /// error if both dirty bits are set (both copies changed) or b has a device copy on another

@@ -14,6 +14,7 @@
 #include "schedule/BoundsInference.h"
 #include "schedule/CSE.h"
 #include "schedule/HoistLoopInvariants.h"
+#include "schedule/OffloadGPULoops.h"
 #include "schedule/PartitionLoops.h"
 #include "schedule/ScheduleFunctions.h"
 #include "schedule/StorageFlattening.h"
@@ -40,6 +41,12 @@ public:
         std::fprintf(stderr, "%-32s %10s\n", "pass", "ms");
         for (auto &[name, ms] : times)
             std::fprintf(stderr, "%-32s %10.3f\n", name.c_str(), ms);
+    }
+
+    /// Prints extra text (the kernels after offloading) where the pass output goes.
+    void note(const std::string &extra) {
+        if (print) std::cerr << extra;
+        if (text) *text << extra;
     }
 
     Stmt run(const char *name, const Stmt &before, const std::function<Stmt(const Stmt &)> &pass) {
@@ -78,7 +85,11 @@ LoweredFunc lower_impl(const std::vector<Func> &outputs, const std::string &name
     std::vector<LoweredArgument> args;
 
     Stmt s;
-    s = log.run("schedule functions", s, [&](const Stmt &) { return schedule_functions(env); });
+    s = log.run("schedule functions", s, [&](const Stmt &) {
+        Stmt loops = schedule_functions(env);
+        check_gpu_loops(loops);
+        return loops;
+    });
     s = log.run("bounds inference", s, [&](const Stmt &x) { return bounds_inference(x, env); });
     s = log.run("add buffer checks", s, [&](const Stmt &x) {
         args = collect_arguments(x, env);
@@ -94,6 +105,11 @@ LoweredFunc lower_impl(const std::vector<Func> &outputs, const std::string &name
     s = log.run("hoist loop invariants", s,
                 [&](const Stmt &x) { return hoist_loop_invariants(x); });
     s = log.run("final simplify", s, [&](const Stmt &x) { return simplify(x); });
+    std::vector<DeviceKernel> kernels;
+    s = log.run("offload GPU loops", s,
+                [&](const Stmt &x) { return offload_gpu_loops(x, &kernels); });
+    for (const DeviceKernel &k : kernels)
+        log.note(describe_kernel(k));
     // Parallel loops become closures run by kiln_parallel_for in the code generator
     // (codegen/CodeGenLLVM.cpp), which knows the closure layout.
 
@@ -101,6 +117,7 @@ LoweredFunc lower_impl(const std::vector<Func> &outputs, const std::string &name
     result.name = name;
     result.args = args;
     result.body = s;
+    result.kernels = std::move(kernels);
     return result;
 }
 

@@ -144,6 +144,13 @@ Stmt build_stage(const PipelineEnv &env, const FunctionContents &f, int stage) {
     for (const LoopDim &d : ss.dims) {
         body = For::make(d.var, var(loop_min(d.var)), var(loop_extent(d.var)), d.for_type, body);
     }
+    if (ss.gpu_single_thread) {
+        // One block of one thread around the whole stage (Halide's gpu_single_thread).
+        body = For::make(stage_var_name(f.name, stage, "__thread_id_x"), 0, 1, ForType::GPUThread,
+                         body);
+        body =
+            For::make(stage_var_name(f.name, stage, "__block_id_x"), 0, 1, ForType::GPUBlock, body);
+    }
 
     // Loop bounds, outermost first: the original dimensions, then what each split derives.
     std::vector<std::pair<std::string, Expr>> lets;

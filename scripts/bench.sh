@@ -5,6 +5,8 @@
 #   bash scripts/bench.sh                 # the full set (takes a while; the machine must be quiet)
 #   bash scripts/bench.sh --quick         # small shapes, one round: a smoke run in about a minute
 #   bash scripts/bench.sh --only matmul   # one workload (matmul, conv2d, blur, blur_u16, softmax)
+#   bash scripts/bench.sh --gpu-pocl      # GPU schedules on OpenCL (PoCL, this CPU) beside the
+#                                         # CPU schedules: a sanity figure, not a GPU measurement
 #   extra options go to the driver: --rounds N, --threads 1,2, --reps R, --impls kiln,openblas
 #
 # Installs what is missing, builds a Release tree in build-bench/ with -DKILN_BUILD_BENCH=ON, runs
@@ -24,6 +26,11 @@ done
 
 bash scripts/install-deps.sh
 jobs="${KILN_JOBS:-2}"
+gpu_pocl=0
+if [ "${1:-}" = "--gpu-pocl" ]; then
+    gpu_pocl=1
+    shift
+fi
 launcher=()
 if command -v ccache >/dev/null; then
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
@@ -34,6 +41,10 @@ cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_BENCH
     exit 1
 }
 rm -f build-bench.cmake.log
+if [ "$gpu_pocl" = 1 ]; then
+    cmake --build build-bench -j"$jobs" --target kiln_bench_gpu_pocl
+    POCL_CACHE_DIR="$(mktemp -d)" exec build-bench/bench/kiln_bench_gpu_pocl "$@"
+fi
 cmake --build build-bench -j"$jobs" --target bench_openblas bench_onednn bench_halide bench_loops bench_driver
 
 # The kiln side: built when bench/kiln_bench.cpp exists; if it does not build, the table shows

@@ -7,7 +7,7 @@
 // Parameters: op (required; `kiln list` shows the names), shape (the operator's default when
 // absent; "MxNxK" or "M,N,K"), schedule (hand or default; hand when absent).
 #include "apps/Operator.h"
-#include "codegen/Generator.h"
+#include "driver/Generator.h"
 #include "lang/Error.h"
 
 namespace {

@@ -1,7 +1,7 @@
 // The generators of the example: each builds a pipeline and returns it; the generator
 // executable (this file linked with kiln::generator) compiles it ahead of time when
 // kiln_add_kernel runs it at build time.
-#include "codegen/Generator.h"
+#include "driver/Generator.h"
 #include "kiln.h"
 
 using namespace kiln;

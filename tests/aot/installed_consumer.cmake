@@ -17,7 +17,7 @@ file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 run_step("installing kiln" ${CMAKE_COMMAND} --install ${KILN_BUILD_DIR} --prefix ${prefix})
 foreach(f lib/cmake/kiln/kilnConfig.cmake lib/cmake/kiln/KilnKernel.cmake
-          include/kiln/runtime/kiln_runtime.h include/kiln/codegen/Generator.h
+          include/kiln/runtime/kiln_runtime.h include/kiln/driver/Generator.h
           include/kiln/kiln.h lib/libkiln_runtime.a lib/libkiln_generator.a)
     if(NOT EXISTS ${prefix}/${f})
         message(FATAL_ERROR "the install is missing ${f}")

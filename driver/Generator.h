@@ -2,7 +2,7 @@
 // the CMake function kiln_add_kernel (cmake/KilnKernel.cmake).
 //
 //   // my_gen.cpp, linked with kiln::generator (which supplies main())
-//   #include "codegen/Generator.h"   // includes kiln.h
+//   #include "driver/Generator.h"   // includes kiln.h
 //   KILN_REGISTER_GENERATOR(brighten, [](kiln::GeneratorContext &ctx) -> kiln::Pipeline {
 //       kiln::ImageParam in(kiln::Float(32), 2, "in");
 //       kiln::Param<float> gain("gain");
@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "codegen/AOT.h"
-#include "codegen/Pipeline.h"
 #include "codegen/Target.h"
+#include "driver/Pipeline.h"
 #include "kiln.h" // generators define pipelines: the whole front end
 
 namespace kiln {

@@ -1,4 +1,4 @@
-#include "codegen/Generator.h"
+#include "driver/Generator.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -33,6 +33,9 @@ public:
     const LoweredFunc &lowered() const;
     std::string llvm_ir() const;
     std::string assembly() const;
+    /// The GPU kernels' source (CUDA C or OpenCL C, codegen/CodeGenDevice.h); empty for a
+    /// pipeline without GPU loops.
+    const std::string &device_source() const;
     double compile_time_ms() const;
     bool defined() const { return module != nullptr; }
 
@@ -40,6 +43,7 @@ private:
     friend class Pipeline;
     std::shared_ptr<const JITModule> module;
     std::shared_ptr<const LoweredFunc> func;
+    std::shared_ptr<const std::string> source;
 };
 
 class Pipeline {
@@ -55,7 +59,7 @@ public:
     /// Compiles (or fetches from the JIT cache) for the target.
     CompiledPipeline compile_jit(const Target &target = Target::host()) const;
 
-    /// Ahead-of-time compilation (codegen/AOT.h, defined in codegen/AOT.cpp): lowers under the
+    /// Ahead-of-time compilation (codegen/AOT.h): lowers under the
     /// entry-point name function_name (a C identifier) and writes each file of the set. The
     /// entry point takes the inputs (ImageParams and Params, by name) in argument_order, then the
     /// outputs; with no order, buffer inputs in the order the lowered code first uses them, then

@@ -1,11 +1,15 @@
-#include "codegen/Pipeline.h"
+#include "driver/Pipeline.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <list>
 #include <map>
 #include <mutex>
 #include <sstream>
 
+#include "codegen/AOT.h"
+#include "codegen/CodeGenDevice.h"
 #include "codegen/JIT.h"
 #include "lang/Error.h"
 #include "lang/IREquality.h"
@@ -23,7 +27,8 @@ namespace {
 class JITCache {
 public:
     std::shared_ptr<const JITModule> get_or_compile(const std::string &key, const LoweredFunc &f,
-                                                    const Target &t) {
+                                                    const Target &t,
+                                                    const std::string &device_source) {
         {
             std::lock_guard<std::mutex> lock(mutex);
             auto it = index.find(key);
@@ -34,7 +39,7 @@ public:
             }
             stats.misses++;
         }
-        auto module = std::make_shared<const JITModule>(f, t);
+        auto module = std::make_shared<const JITModule>(f, t, device_source);
         std::lock_guard<std::mutex> lock(mutex);
         if (index.count(key)) return index[key]->second;
         order.emplace_front(key, module);
@@ -72,9 +77,10 @@ JITCache &cache() {
     return c;
 }
 
-std::string cache_key(const LoweredFunc &f, const Target &t) {
+std::string cache_key(const LoweredFunc &f, const Target &t, const std::string &device_source) {
     std::ostringstream s;
-    s << structural_hash(f.body) << "|" << t.to_string();
+    s << structural_hash(f.body) << "|" << t.to_string() << "|"
+      << std::hash<std::string>()(device_source);
     for (const LoweredArgument &a : f.args) {
         s << "|" << a.name << ":" << a.type << ":" << a.dimensions << (a.is_output ? "o" : "i");
     }
@@ -92,20 +98,66 @@ kiln_type_t runtime_type(Type t) {
     return r;
 }
 
-/// A buffer descriptor pointing at a BufferBase's memory.
+void copy_back_contents(BufferContents *c);
+void release_contents(BufferContents *c);
+
+/// A buffer descriptor pointing at a BufferBase's memory and its device copy; write_back()
+/// stores what the runtime changed of the device copy into the BufferBase.
 struct DescribedBuffer {
     kiln_buffer_t raw{};
     std::vector<kiln_dimension_t> dims;
-    explicit DescribedBuffer(const BufferBase &b) {
-        for (int d = 0; d < b.dimensions(); d++) {
-            dims.push_back({b.dim(d).min, b.dim(d).extent, b.dim(d).stride, 0});
+    BufferContents *contents;
+    explicit DescribedBuffer(BufferContents *c) : contents(c) {
+        for (const BufferDim &d : c->dims) {
+            dims.push_back({d.min, d.extent, d.stride, 0});
         }
-        raw.host = b.raw_data();
-        raw.type = runtime_type(b.type());
-        raw.dimensions = b.dimensions();
+        raw.host = c->host;
+        raw.type = runtime_type(c->type);
+        raw.dimensions = int32_t(c->dims.size());
         raw.dim = dims.data();
+        raw.device = c->device;
+        raw.device_interface = static_cast<const kiln_device_interface_t *>(c->device_interface);
+        raw.flags = c->device_flags;
+    }
+    explicit DescribedBuffer(const BufferBase &b) : DescribedBuffer(b.get_contents().get()) {}
+    void write_back() const {
+        contents->device = raw.device;
+        contents->device_interface = raw.device_interface;
+        contents->device_flags = raw.flags;
+        if (raw.device) {
+            contents->device_copy_back = copy_back_contents;
+            contents->device_release = release_contents;
+        }
     }
 };
+
+void copy_back_contents(BufferContents *c) {
+    DescribedBuffer d(c);
+    int code = kiln_buffer_copy_to_host(&d.raw);
+    d.write_back();
+    if (code != 0) {
+        runtime_error("copying buffer '", c->name, "' back from the device failed (",
+                      kiln_error_code_name(code), "): ", kiln_last_error_message());
+    }
+}
+
+void release_contents(BufferContents *c) {
+    DescribedBuffer d(c);
+    kiln_buffer_device_free(&d.raw); // in a destructor: nothing to report to
+    d.write_back();
+}
+
+const kiln_device_interface_t *interface_for(const Target &t) {
+    if (!t.has_gpu()) {
+        user_error("copy_to_device: the target has no GPU API; use "
+                   "Target::host().with_gpu(GpuApi::OpenCL) or GpuApi::CUDA");
+    }
+    const kiln_device_interface_t *iface = kiln_device_interface(int(t.gpu));
+    if (!iface) {
+        runtime_error("no ", gpu_api_name(t.gpu), " device: ", kiln_last_error_message());
+    }
+    return iface;
+}
 
 /// The bytes of a scalar argument, from the constant bound to its Param.
 struct ScalarSlot {
@@ -187,7 +239,10 @@ int CompiledPipeline::run(const std::vector<BufferBase> &outputs) const {
         runtime_error("run: the pipeline writes ", next_output, " output buffers, but ",
                       outputs.size(), " were given");
     }
-    return module->call(argv.data());
+    int code = module->call(argv.data());
+    for (const auto &b : buffers)
+        b->write_back();
+    return code;
 }
 
 void CompiledPipeline::realize_into(const std::vector<BufferBase> &outputs) const {
@@ -196,6 +251,15 @@ void CompiledPipeline::realize_into(const std::vector<BufferBase> &outputs) cons
         runtime_error("pipeline '", func->name, "' failed (", kiln_error_code_name(code),
                       "): ", kiln_last_error_message());
     }
+    // realize() hands back host data: outputs written on the device are copied back once.
+    for (const BufferBase &b : outputs) {
+        if (b.device_dirty()) copy_back_contents(b.get_contents().get());
+    }
+}
+
+const std::string &CompiledPipeline::device_source() const {
+    static const std::string none;
+    return source ? *source : none;
 }
 
 const LoweredFunc &CompiledPipeline::lowered() const {
@@ -223,9 +287,11 @@ std::string Pipeline::lowered_text(const std::string &name) const {
 
 CompiledPipeline Pipeline::compile_jit(const Target &target) const {
     auto f = std::make_shared<const LoweredFunc>(lower());
+    auto source = std::make_shared<const std::string>(kernel_source(*f, target));
     CompiledPipeline c;
-    c.module = cache().get_or_compile(cache_key(*f, target), *f, target);
+    c.module = cache().get_or_compile(cache_key(*f, target, *source), *f, target, *source);
     c.func = f;
+    c.source = source;
     return c;
 }
 
@@ -246,6 +312,57 @@ BufferBase Pipeline::realize(const std::vector<int> &extents, const Target &targ
 
 void Pipeline::realize(const std::vector<BufferBase> &bufs, const Target &target) const {
     compile_jit(target).realize_into(bufs);
+}
+
+void BufferBase::copy_to_device(const Target &target) {
+    const kiln_device_interface_t *iface = interface_for(target);
+    DescribedBuffer d(get());
+    int code = kiln_buffer_copy_to_device(&d.raw, iface);
+    d.write_back();
+    if (code != 0) {
+        runtime_error("copy_to_device of buffer '", name(), "' failed (",
+                      kiln_error_code_name(code), "): ", kiln_last_error_message());
+    }
+}
+
+void BufferBase::copy_to_host() {
+    if (device_dirty()) copy_back_contents(get());
+}
+
+void BufferBase::device_free() {
+    if (!has_device_allocation()) return;
+    DescribedBuffer d(get());
+    int code = kiln_buffer_device_free(&d.raw);
+    d.write_back();
+    if (code != 0) {
+        runtime_error("device_free of buffer '", name(), "' failed (", kiln_error_code_name(code),
+                      "): ", kiln_last_error_message());
+    }
+}
+
+// Ahead-of-time compilation: lower, then hand the LoweredFunc to codegen/AOT.
+
+void Pipeline::compile_to(const OutputSet &outputs, const std::string &function_name,
+                          const Target &target,
+                          const std::vector<std::string> &argument_order) const {
+    check_c_identifier(function_name, "function name");
+    compile_lowered_to(with_argument_order(lower(function_name), argument_order), target, outputs);
+}
+
+void Pipeline::compile_to_static_library(const std::string &dir, const std::string &function_name,
+                                         const Target &target,
+                                         const std::vector<std::string> &argument_order) const {
+    compile_to(OutputSet::in_directory(dir, function_name,
+                                       {OutputKind::StaticLibrary, OutputKind::CHeader}),
+               function_name, target, argument_order);
+}
+
+void Pipeline::compile_to_file(const std::string &dir, const std::string &function_name,
+                               const Target &target,
+                               const std::vector<std::string> &argument_order) const {
+    compile_to(
+        OutputSet::in_directory(dir, function_name, {OutputKind::Object, OutputKind::CHeader}),
+        function_name, target, argument_order);
 }
 
 JITCacheStats jit_cache_stats() {

@@ -1,0 +1,478 @@
+// GPU schedules end to end: pipelines with gpu_blocks/gpu_threads loops and shared memory run
+// as OpenCL kernels (PoCL here) and agree with the reference evaluator; their kernels also
+// compile as CUDA C (NVRTC + ptxas for sm_90); host/device copies follow the dirty bits.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "tests/pipeline/GPUTestUtil.h"
+
+// PoCL's own LLVM keeps about 2 MB after its first kernel compile, on its worker thread: not
+// kiln's leak. The suppression covers only the OpenCL implementation's libraries.
+extern "C" const char *__lsan_default_suppressions() { // NOLINT: the sanitizer's name
+    return "leak:libpocl.so\n"
+           "leak:libpocl-devices-\n"
+           "leak:libLLVM-15.so\n"
+           "leak:libclang-cpp.so.15\n";
+}
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+
+template <typename T>
+void expect_near_buffer(const Buffer<T> &want, const Buffer<T> &got, double tolerance = 0) {
+    ASSERT_EQ(want.dimensions(), got.dimensions());
+    int reported = 0;
+    std::vector<int> at(want.dimensions());
+    for (int d = 0; d < want.dimensions(); d++) {
+        ASSERT_EQ(want.dim(d).extent, got.dim(d).extent) << "dimension " << d;
+        at[d] = want.dim(d).min;
+    }
+    for (int64_t n = 0; n < want.number_of_elements(); n++) {
+        double w = double(*reinterpret_cast<T *>(want.address_of(at)));
+        double g = double(*reinterpret_cast<T *>(got.address_of(at)));
+        bool ok = tolerance == 0 ? w == g : std::fabs(w - g) <= tolerance * (1 + std::fabs(w));
+        if (!ok && reported++ < 5) {
+            std::string where;
+            for (int c : at)
+                where += (where.empty() ? "" : ", ") + std::to_string(c);
+            ADD_FAILURE() << "at (" << where << "): want " << w << ", got " << g;
+        }
+        for (int d = 0; d < want.dimensions(); d++) {
+            if (++at[d] < want.dim(d).min + want.dim(d).extent) break;
+            at[d] = want.dim(d).min;
+        }
+    }
+}
+
+template <typename T>
+Buffer<T> pattern(const std::vector<int> &extents, const std::string &name, int seed = 1) {
+    Buffer<T> b(extents, name);
+    int k = seed;
+    T *p = b.data();
+    b.for_each_offset([&](int64_t offset) {
+        k = (k * 1103515245 + 12345) & 0x7fffffff;
+        p[offset] = T((k >> 8) % 97) / T(std::is_floating_point_v<T> ? 8 : 1);
+    });
+    return b;
+}
+
+std::string compile_error_of(const std::function<void()> &f) {
+    try {
+        f();
+    } catch (const CompileError &e) {
+        return e.what();
+    }
+    return "(no CompileError)";
+}
+
+TEST(GPUPipeline, BlurWithASharedMemoryStageEqualsTheReference) {
+    KILN_REQUIRE_OPENCL();
+    const int W = 45, H = 29; // not multiples of the tile: guards and shifted tiles
+    Buffer<float> in = pattern<float>({W + 2, H + 2}, "gpu_blur_in");
+    Func blur_x("gpu_blur_x"), blur_y("gpu_blur_y");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    blur_x(x, y) = (in(x, y) + in(x + 1, y) + in(x + 2, y)) / 3.f;
+    blur_y(x, y) = (blur_x(x, y) + blur_x(x, y + 1) + blur_x(x, y + 2)) / 3.f;
+    Buffer<float> want = reference_realize(blur_y, {W, H});
+    blur_y.gpu_tile(x, y, xo, yo, xi, yi, 16, 8);
+    blur_x.compute_at(blur_y, xo).store_in(MemoryType::GPUShared).gpu_threads(x, y);
+    Pipeline p(blur_y);
+    Buffer<float> got = p.realize({W, H}, opencl_target());
+    expect_near_buffer(want, got);
+
+    CompiledPipeline c = p.compile_jit(opencl_target());
+    ASSERT_EQ(c.lowered().kernels.size(), 1u);
+    const DeviceKernel &k = c.lowered().kernels[0];
+    EXPECT_EQ(k.threads[0], 16);
+    EXPECT_EQ(k.threads[1], 10); // blur_x's tile is two rows taller than blur_y's
+    EXPECT_EQ(k.shared_bytes, 16 * 10 * 4);
+    EXPECT_THAT(c.device_source(), HasSubstr("__local float"));
+    EXPECT_THAT(c.device_source(), HasSubstr("barrier(CLK_LOCAL_MEM_FENCE)"));
+    expect_valid_cuda(p);
+}
+
+TEST(GPUPipeline, MatmulWithSharedTilesAndSeveralOutputsPerThread) {
+    KILN_REQUIRE_OPENCL();
+    const int M = 37, N = 43, K = 29;
+    Buffer<float> A = pattern<float>({K, M}, "gpu_mm_A", 3);
+    Buffer<float> B = pattern<float>({N, K}, "gpu_mm_B", 5);
+    Var j("j"), i("i"), kk("kk");
+    RDom k(0, K, "k");
+    Func As("gpu_mm_As"), Bs("gpu_mm_Bs"), prod("gpu_mm_prod"), C("gpu_mm_C");
+    As(kk, i) = A(kk, i);
+    Bs(j, kk) = B(j, kk);
+    prod(j, i) = 0.f;
+    prod(j, i) += As(k, i) * Bs(j, k);
+    C(j, i) = prod(j, i);
+    Buffer<float> want = reference_realize(C, {N, M});
+
+    Var jo("jo"), io("io"), ji("ji"), ii("ii"), jt("jt"), it("it"), jr("jr"), ir("ir");
+    RVar ko("ko"), ki("ki");
+    // A 16 x 16 output tile per block, 8 x 8 threads, 2 x 2 outputs per thread.
+    C.gpu_tile(j, i, jo, io, ji, ii, 16, 16);
+    prod.compute_at(C, jo).store_in(MemoryType::GPUShared);
+    prod.split(j, jt, jr, 2).split(i, it, ir, 2).reorder(jr, ir, jt, it).gpu_threads(jt, it);
+    prod.update(0)
+        .split(k, ko, ki, 8)
+        .split(j, jt, jr, 2)
+        .split(i, it, ir, 2)
+        .reorder(ki, jr, ir, jt, it, ko)
+        .gpu_threads(jt, it);
+    // The K step of A and B staged in shared memory by all threads of the block.
+    As.compute_at(prod, ko).store_in(MemoryType::GPUShared).gpu_threads(kk, i);
+    Bs.compute_at(prod, ko).store_in(MemoryType::GPUShared).gpu_threads(j, kk);
+    Pipeline p(C);
+    Buffer<float> got = p.realize({N, M}, opencl_target());
+    expect_near_buffer(want, got, 1e-5);
+    EXPECT_EQ(p.compile_jit(opencl_target()).lowered().kernels.size(), 1u);
+    expect_valid_cuda(p);
+}
+
+TEST(GPUPipeline, SoftmaxRowsWithABlockPerRow) {
+    KILN_REQUIRE_OPENCL();
+    const int W = 50, H = 7;
+    Buffer<float> in = pattern<float>({W, H}, "gpu_softmax_in", 7);
+    Var x("x"), y("y");
+    RDom r(0, W, "r");
+    Func row_max("gpu_row_max"), e("gpu_exp"), row_sum("gpu_row_sum"), out("gpu_softmax");
+    row_max(y) = -1e30f;
+    row_max(y) = max(row_max(y), in(r, y));
+    e(x, y) = exp(in(x, y) - row_max(y));
+    row_sum(y) = 0.f;
+    row_sum(y) += e(r, y);
+    out(x, y) = e(x, y) / row_sum(y);
+    Buffer<float> want = reference_realize(out, {W, H});
+    // A block per row; the row's max and sum are computed once per block into shared memory
+    // (thread 0, the block-level rule), then every thread normalizes its columns.
+    Var xo("xo"), xi("xi");
+    out.bound(x, 0, W)
+        .split(x, xo, xi, 64, TailStrategy::GuardWithIf)
+        .reorder(xi, xo, y)
+        .gpu_blocks(y)
+        .gpu_threads(xi);
+    row_max.compute_at(out, y);
+    row_sum.compute_at(out, y);
+    e.compute_at(out, y).gpu_threads(x);
+    Pipeline p(out);
+    Buffer<float> got = p.realize({W, H}, opencl_target());
+    expect_near_buffer(want, got, 1e-5);
+    expect_valid_cuda(p);
+}
+
+TEST(GPUPipeline, UpdateStagesAndOddSizesUseGuards) {
+    KILN_REQUIRE_OPENCL();
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func f("gpu_update_f");
+    f(x, y) = x * 3 + y;
+    f(x, y) = f(x, y) * 2 - x;
+    Buffer<int> want = reference_realize(f, {23, 11});
+    f.gpu_tile(x, y, xo, yo, xi, yi, 8, 4);
+    f.update(0).gpu_tile(x, y, xo, yo, xi, yi, 8, 4, TailStrategy::GuardWithIf);
+    Pipeline p(f);
+    Buffer<int> got = p.realize({23, 11}, opencl_target());
+    expect_near_buffer(want, got);
+    EXPECT_EQ(p.compile_jit(opencl_target()).lowered().kernels.size(), 2u);
+    expect_valid_cuda(p);
+}
+
+TEST(GPUPipeline, ChainGPUHostGPUCopiesEachBufferOnce) {
+    KILN_REQUIRE_OPENCL();
+    Buffer<float> in = pattern<float>({64, 8}, "gpu_chain_in");
+    Var x("x"), y("y"), xo("xo"), xi("xi");
+    Func a("gpu_chain_a"), b("gpu_chain_b"), c("gpu_chain_c");
+    a(x, y) = in(x, y) * 2.f;
+    b(x, y) = a(x, y) + 1.f; // on the host
+    c(x, y) = b(x, y) * b(x, y);
+    Buffer<float> want = reference_realize(c, {64, 8});
+    a.compute_root().gpu_tile(x, xo, xi, 16);
+    b.compute_root();
+    c.gpu_tile(x, xo, xi, 16);
+    Pipeline p(c);
+    CompiledPipeline compiled = p.compile_jit(opencl_target());
+    EXPECT_EQ(compiled.lowered().kernels.size(), 2u);
+    Buffer<float> got({64, 8}, "gpu_chain_out");
+    kiln_device_reset_copy_counts();
+    compiled.run({got});
+    int64_t to_device = 0, to_host = 0;
+    kiln_device_copy_counts(&to_device, &to_host);
+    // in and b go to the device; a comes back for the host stage; c stays on the device.
+    EXPECT_EQ(to_device, 2);
+    EXPECT_EQ(to_host, 1);
+    EXPECT_TRUE(got.device_dirty());
+    got.copy_to_host();
+    kiln_device_copy_counts(&to_device, &to_host);
+    EXPECT_EQ(to_host, 2);
+    EXPECT_FALSE(got.device_dirty());
+    expect_near_buffer(want, got);
+
+    // Running again: the input's device copy is current, so only b goes to the device.
+    kiln_device_reset_copy_counts();
+    compiled.run({got});
+    kiln_device_copy_counts(&to_device, &to_host);
+    EXPECT_EQ(to_device, 1);
+    EXPECT_EQ(to_host, 1);
+    expect_valid_cuda(p);
+}
+
+TEST(GPUPipeline, TwoGPUStagesCopyNothingBetweenThem) {
+    KILN_REQUIRE_OPENCL();
+    Buffer<float> in = pattern<float>({40}, "gpu_two_in");
+    Var x("x"), xo("xo"), xi("xi");
+    Func a("gpu_two_a"), b("gpu_two_b");
+    a(x) = in(x) + 1.f;
+    b(x) = a(x) * 3.f;
+    a.compute_root().gpu_tile(x, xo, xi, 8);
+    b.gpu_tile(x, xo, xi, 8);
+    Buffer<float> want = reference_realize(b, {40});
+    Buffer<float> got({40}, "gpu_two_out");
+    kiln_device_reset_copy_counts();
+    Pipeline(b).realize({got}, opencl_target());
+    int64_t to_device = 0, to_host = 0;
+    kiln_device_copy_counts(&to_device, &to_host);
+    EXPECT_EQ(to_device, 1); // the input
+    EXPECT_EQ(to_host, 1);   // the output, once, by realize()
+    expect_near_buffer(want, got);
+}
+
+TEST(GPUPipeline, ModifiedInputsAreCopiedAgain) {
+    KILN_REQUIRE_OPENCL();
+    Buffer<int> in({16}, "gpu_modified_in");
+    for (int i = 0; i < 16; i++)
+        in(i) = i;
+    Var x("x"), xo("xo"), xi("xi");
+    Func f("gpu_modified_f");
+    f(x) = in(x)*10;
+    f.gpu_tile(x, xo, xi, 4);
+    Pipeline p(f);
+    Buffer<int> first = p.realize(std::vector<int>{16}, opencl_target());
+    EXPECT_EQ(first(5), 50);
+    in(5) = 7; // element access marks the host copy dirty
+    Buffer<int> second = p.realize(std::vector<int>{16}, opencl_target());
+    EXPECT_EQ(second(5), 70);
+    // An output read and written on the host between runs is overwritten on the device again.
+    second(3) = -1;
+    p.realize({second}, opencl_target());
+    EXPECT_EQ(second(3), 30);
+    EXPECT_EQ(second(5), 70);
+}
+
+TEST(GPUPipeline, TuplesAndSmallIntegerAndDoubleTypes) {
+    KILN_REQUIRE_OPENCL();
+    Buffer<uint8_t> in8 = pattern<uint8_t>({33, 9}, "gpu_types_u8");
+    Buffer<int16_t> in16 = pattern<int16_t>({33, 9}, "gpu_types_i16", 4);
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func t("gpu_tuple");
+    t(x, y) = Tuple({cast<uint8_t>(in8(x, y) * 3 + 200), // wraps
+                     cast<int16_t>(in16(x, y) * -7 / 3),
+                     cast<double>(in16(x, y)) / 7.0 + cast<double>(in8(x, y))});
+    std::vector<BufferBase> want = reference_realize_all(t, {33, 9});
+    t.gpu_tile(x, y, xo, yo, xi, yi, 8, 8);
+    Buffer<uint8_t> g0({33, 9});
+    Buffer<int16_t> g1({33, 9});
+    Buffer<double> g2({33, 9});
+    Pipeline p(t);
+    p.realize({g0, g1, g2}, opencl_target());
+    expect_near_buffer(Buffer<uint8_t>(want[0]), g0);
+    expect_near_buffer(Buffer<int16_t>(want[1]), g1);
+    expect_near_buffer(Buffer<double>(want[2]), g2, 1e-15);
+    expect_valid_cuda(p);
+}
+
+TEST(GPUPipeline, SingleThreadStageRunsOnTheDevice) {
+    KILN_REQUIRE_OPENCL();
+    Buffer<int> in = pattern<int>({20}, "gpu_single_in");
+    Func total("gpu_single_total");
+    RDom r(0, 20, "r");
+    total() = 0;
+    total() += in(r);
+    total.update(0).gpu_single_thread();
+    total.gpu_single_thread();
+    Buffer<int> want = reference_realize(total, {});
+    Pipeline p(total);
+    Buffer<int> got = p.realize(std::vector<int>{}, opencl_target());
+    EXPECT_EQ(got(), want());
+    EXPECT_EQ(p.compile_jit(opencl_target()).lowered().kernels.size(), 2u);
+    expect_valid_cuda(p);
+}
+
+TEST(GPUPipeline, ThreadLoopsOfPrivateProducers) {
+    KILN_REQUIRE_OPENCL();
+    // A producer computed per thread lives in thread-private memory.
+    Buffer<float> in = pattern<float>({30, 12}, "gpu_private_in");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func p1("gpu_private_p"), out("gpu_private_out");
+    p1(x, y) = in(x, y) * in(x, y);
+    out(x, y) = p1(x, y) + p1(x + 1, y);
+    Buffer<float> want = reference_realize(out, {29, 12});
+    out.gpu_tile(x, y, xo, yo, xi, yi, 8, 4);
+    p1.compute_at(out, xi);
+    Pipeline p(out);
+    expect_near_buffer(want, Buffer<float>(p.realize({29, 12}, opencl_target())));
+    expect_valid_cuda(p);
+}
+
+// ---- Errors --------------------------------------------------------------------------------
+
+TEST(GPUScheduleErrors, ThreadsWithoutBlocks) {
+    Func f("gpu_err_threads");
+    Var x("x");
+    f(x) = x;
+    f.gpu_threads(x);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+                HasSubstr("gpu_threads: loop 'x' of 'gpu_err_threads' is not inside a "
+                          "gpu_blocks loop; bind an outer loop"));
+}
+
+TEST(GPUScheduleErrors, MoreThanThreeBlockDimensions) {
+    Func f("gpu_err_blocks4");
+    Var x("x"), y("y"), z("z"), w("w");
+    f(x, y, z, w) = x + y + z + w;
+    f.gpu_blocks(x, y, z).gpu_blocks(w);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+                HasSubstr("has 4 nested gpu_blocks loops"));
+}
+
+TEST(GPUScheduleErrors, MoreThanThreeThreadDimensions) {
+    Func f("gpu_err_threads4");
+    Var x("x"), y("y"), z("z"), w("w"), v("v");
+    f(x, y, z, w, v) = x + y + z + w + v;
+    f.bound(x, 0, 2).bound(y, 0, 2).bound(z, 0, 2).bound(w, 0, 2);
+    f.gpu_blocks(v).gpu_threads(x, y, z).gpu_threads(w);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+                HasSubstr("a block has at most 3 thread dimensions"));
+}
+
+TEST(GPUScheduleErrors, TooManyThreadsPerBlock) {
+    Func f("gpu_err_many");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    f(x, y) = x + y;
+    f.gpu_tile(x, y, xo, yo, xi, yi, 64, 32);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+                HasSubstr("64 x 32 x 1 = 2048 threads per block, more than the 1024"));
+}
+
+TEST(GPUScheduleErrors, TooMuchSharedMemory) {
+    Buffer<float> in({20100}, "gpu_err_big_in");
+    Func p("gpu_err_big_p"), g("gpu_err_big_g");
+    Var x("x"), xo("xo"), xi("xi");
+    RDom r(0, 20000, "r");
+    p(x) = in(x)*2.f;
+    g(x) = 0.f;
+    g(x) += p(x + r);
+    g.update(0).gpu_tile(x, xo, xi, 32, TailStrategy::GuardWithIf);
+    g.gpu_tile(x, xo, xi, 32);
+    p.compute_at(g, xo);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+                HasSubstr("bytes of shared memory per block (gpu_err_big_p 80124), more than "
+                          "the 49152"));
+}
+
+TEST(GPUScheduleErrors, SharedMemoryOfUnknownSize) {
+    Buffer<float> in({200}, "gpu_err_dyn_in");
+    Param<int> offset("gpu_err_offset");
+    Func p("gpu_err_dyn_p"), g("gpu_err_dyn_g");
+    Var x("x"), xo("xo"), xi("xi");
+    p(x) = in(x)*2.f;
+    g(x) = p(x) + p(x + offset);
+    g.gpu_tile(x, xo, xi, 16);
+    p.compute_at(g, xo);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+                HasSubstr("GPU shared memory: the size of 'gpu_err_dyn_p' in the kernel of "
+                          "'gpu_err_dyn_g' is"));
+}
+
+TEST(GPUScheduleErrors, ThreadLoopOfUnknownExtent) {
+    Func f("gpu_err_extent");
+    Var x("x"), y("y");
+    f(x, y) = x * y;
+    f.gpu_blocks(y).gpu_threads(x);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+                HasSubstr("gpu_threads: the extent of loop 'x' of 'gpu_err_extent' is"));
+}
+
+TEST(GPUScheduleErrors, ParallelInsideAKernel) {
+    Func f("gpu_err_parallel");
+    Var x("x"), xo("xo"), xi("xi"), xt("xt"), xs("xs");
+    f(x) = x;
+    f.split(x, xo, xi, 64)
+        .split(xi, xt, xs, 4)
+        .reorder(xs, xt, xo)
+        .gpu_blocks(xo)
+        .gpu_threads(xt)
+        .parallel(xs);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+                HasSubstr("parallel: loop 'xs' of 'gpu_err_parallel' is inside the GPU kernel"));
+}
+
+TEST(GPUScheduleErrors, BlocksInsideAParallelLoop) {
+    Func f("gpu_err_in_parallel");
+    Var x("x"), y("y"), xo("xo"), xi("xi");
+    f(x, y) = x + y;
+    f.gpu_tile(x, xo, xi, 8).parallel(y);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+                HasSubstr("gpu_blocks: loop 'xo' of 'gpu_err_in_parallel' is inside the parallel "
+                          "loop 'y'"));
+}
+
+TEST(GPUScheduleErrors, VectorizedLoopAroundGPULoops) {
+    Func f("gpu_err_vector");
+    Var x("x"), y("y"), xo("xo"), xi("xi");
+    f(x, y) = x + y;
+    f.bound(y, 0, 4).gpu_tile(x, xo, xi, 8).vectorize(y);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+                HasSubstr("gpu_blocks: loop 'xo' of 'gpu_err_vector' is inside the vectorized "
+                          "loop 'y'"));
+}
+
+TEST(GPUScheduleErrors, GPUScheduleOnATargetWithoutGPU) {
+    Func f("gpu_err_cpu_target");
+    Var x("x"), xo("xo"), xi("xi");
+    f(x) = x;
+    f.gpu_tile(x, xo, xi, 8);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(Target::host()); }),
+                HasSubstr("'gpu_err_cpu_target' has loops bound to gpu_blocks/gpu_threads "
+                          "(kernel gpu_err_cpu_target_kernel0), but the target has no GPU API"));
+}
+
+TEST(GPUScheduleErrors, SharedMemoryOutsideAKernel) {
+    Func p("gpu_err_host_shared"), g("gpu_err_host_g");
+    Var x("x");
+    p(x) = x * 2;
+    g(x) = p(x) + 1;
+    p.compute_root().store_in(MemoryType::GPUShared);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+                HasSubstr("store_in(GPUShared): 'gpu_err_host_shared' is not computed inside a "
+                          "GPU kernel"));
+}
+
+TEST(GPUScheduleErrors, RegisterStorageAtBlockLevel) {
+    Func p("gpu_err_reg_p"), g("gpu_err_reg_g");
+    Var x("x"), xo("xo"), xi("xi");
+    p(x) = x * 2;
+    g(x) = p(x) + p(x + 1);
+    g.gpu_tile(x, xo, xi, 8);
+    p.compute_at(g, xo).store_in(MemoryType::Register);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+                HasSubstr("store_in(Register): 'gpu_err_reg_p' is stored at block level in the "
+                          "GPU kernel of 'gpu_err_reg_g'"));
+}
+
+TEST(GPUScheduleErrors, SharedStorageInsideAThreadLoop) {
+    Func p("gpu_err_thr_p"), g("gpu_err_thr_g");
+    Var x("x"), xo("xo"), xi("xi");
+    p(x) = x * 2;
+    g(x) = p(x) + p(x + 1);
+    g.gpu_tile(x, xo, xi, 8);
+    p.compute_at(g, xi).store_in(MemoryType::GPUShared);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+                HasSubstr("store_in(GPUShared): 'gpu_err_thr_p' is stored inside a gpu_threads "
+                          "loop"));
+}
+
+} // namespace
+} // namespace kiln
