@@ -2,7 +2,7 @@
 // OpenCL is PoCL, which runs kernels on this CPU: a sanity figure for the GPU path (it runs, and
 // what it costs against the CPU schedule on the same cores), not a GPU measurement.
 //
-//   kiln_bench_gpu_pocl [rounds]      (scripts/bench.sh --gpu-pocl runs it)
+//   kiln_bench_gpu_pocl [rounds [matmul|blur]]   (scripts/bench.sh --gpu-pocl runs it)
 //
 // Each implementation is checked against the operator's reference before it is timed; times are
 // medians over `rounds` runs (default 5) after a warm-up run, interleaved CPU / GPU.
@@ -77,6 +77,7 @@ struct Case {
 
 int main(int argc, char **argv) {
     int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+    std::string only = argc > 2 ? argv[2] : "";
     Target cpu = Target::host(), gpu = Target::host().with_gpu(GpuApi::OpenCL);
     const kiln_device_interface_t *cl = kiln_device_interface(int(GpuApi::OpenCL));
     int64_t threads = 0, shared = 0;
@@ -90,6 +91,7 @@ int main(int argc, char **argv) {
     std::printf("|---|---:|---:|---:|\n");
     for (const Case &c : {Case{"matmul", {1024, 1024, 1024}, gpu_matmul},
                           Case{"blur", {4098, 4098}, gpu_blur}}) {
+        if (!only.empty() && only != c.op) continue;
         const apps::Operator &op = apps::find_operator(c.op);
         apps::OperatorInstance on_cpu = op.make(c.shape), on_gpu = op.make(c.shape);
         op.hand_schedule(on_cpu, cpu);
@@ -122,6 +124,7 @@ int main(int argc, char **argv) {
             shape += (shape.empty() ? "" : "x") + std::to_string(s);
         std::printf("| %s %s | %.2f ms | %.2f ms | %.1fx |\n", c.op, shape.c_str(), tc, tg,
                     tg / tc);
+        std::fflush(stdout);
     }
     return 0;
 }
