@@ -87,10 +87,11 @@ int main(int argc, char **argv) {
     }
     std::printf("OpenCL device: %lld threads per block, %lld bytes of local memory; %d rounds\n",
                 (long long)threads, (long long)shared, rounds);
-    std::printf("| workload | kiln CPU schedule | GPU schedule on OpenCL (PoCL) | GPU / CPU time |\n");
+    std::printf(
+        "| workload | kiln CPU schedule | GPU schedule on OpenCL (PoCL) | GPU / CPU time |\n");
     std::printf("|---|---:|---:|---:|\n");
-    for (const Case &c : {Case{"matmul", {1024, 1024, 1024}, gpu_matmul},
-                          Case{"blur", {4098, 4098}, gpu_blur}}) {
+    for (const Case &c :
+         {Case{"matmul", {1024, 1024, 1024}, gpu_matmul}, Case{"blur", {4098, 4098}, gpu_blur}}) {
         if (!only.empty() && only != c.op) continue;
         const apps::Operator &op = apps::find_operator(c.op);
         apps::OperatorInstance on_cpu = op.make(c.shape), on_gpu = op.make(c.shape);
