@@ -12,6 +12,7 @@
 // KILN_FUZZ_ITERATIONS=1. A failure prints the expression, the inputs and its kernel alone.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -429,7 +430,15 @@ void fuzz(const char *what, uint64_t default_seed, uint64_t default_iterations, 
     test::OpenCLRunner *runner = test::OpenCLRunner::get(&why);
     if (!runner) GTEST_SKIP() << "no OpenCL device: " << why;
     uint64_t seed = env_or("KILN_FUZZ_SEED", default_seed);
-    uint64_t iterations = env_or("KILN_FUZZ_ITERATIONS", default_iterations);
+    // Each iteration is a whole OpenCL program of many expressions (a PoCL compile each), so the
+    // suite-wide KILN_FUZZ_ITERATIONS (150 in the sanitizer pass, a million with --long) is read
+    // as expressions: iterations = KILN_FUZZ_ITERATIONS / 64, at least the default, at most 200.
+    uint64_t iterations = default_iterations;
+    if (std::getenv("KILN_FUZZ_ITERATIONS")) {
+        uint64_t n = env_or("KILN_FUZZ_ITERATIONS", default_iterations) / 64;
+        iterations =
+            n <= 1 ? std::min<uint64_t>(default_iterations, 2) : std::min<uint64_t>(n, 200);
+    }
     FuzzStats stats;
     int failures = 0;
     for (uint64_t i = 0; i < iterations && failures < 3; i++) {
