@@ -52,10 +52,10 @@ void expect_near_buffer(const Buffer<T> &want, const Buffer<T> &got, double tole
 template <typename T>
 Buffer<T> pattern(const std::vector<int> &extents, const std::string &name, int seed = 1) {
     Buffer<T> b(extents, name);
-    int k = seed;
+    uint32_t k = uint32_t(seed);
     T *p = b.data();
     b.for_each_offset([&](int64_t offset) {
-        k = (k * 1103515245 + 12345) & 0x7fffffff;
+        k = (k * 1103515245u + 12345u) & 0x7fffffffu;
         p[offset] = T((k >> 8) % 97) / T(std::is_floating_point_v<T> ? 8 : 1);
     });
     return b;
