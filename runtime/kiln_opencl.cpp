@@ -56,6 +56,8 @@ constexpr cl_device_info CL_DEVICE_MAX_WORK_GROUP_SIZE = 0x1004;
 constexpr cl_device_info CL_DEVICE_MAX_WORK_ITEM_SIZES = 0x1005;
 constexpr cl_device_info CL_DEVICE_LOCAL_MEM_SIZE = 0x1023;
 constexpr cl_device_info CL_DEVICE_NAME = 0x102B;
+constexpr cl_device_info CL_DRIVER_VERSION = 0x102D;
+constexpr cl_device_info CL_DEVICE_VERSION = 0x102F;
 constexpr cl_device_info CL_DEVICE_EXTENSIONS = 0x1030;
 constexpr cl_device_info CL_DEVICE_SINGLE_FP_CONFIG = 0x101B;
 constexpr cl_ulong CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT = 1 << 7;
@@ -1020,6 +1022,25 @@ int opencl_device_limits(int64_t *max_threads_per_block, int64_t *shared_memory_
     return kiln_success;
 }
 
+int opencl_device_description(char *out, size_t size) {
+    if (!out || size == 0) return kiln_error(kiln_error_generic, "device_description: no room");
+    out[0] = '\0';
+    State &s = state;
+    Lock lock(s.mutex);
+    if (int code = ensure_initialized(s)) return code;
+    char name[256] = "", version[256] = "", driver[256] = "";
+    device_name_of(s, s.device, name, sizeof(name));
+    if (s.cl.clGetDeviceInfo(s.device, CL_DEVICE_VERSION, sizeof(version), version, nullptr) !=
+        CL_SUCCESS)
+        version[0] = '\0';
+    if (s.cl.clGetDeviceInfo(s.device, CL_DRIVER_VERSION, sizeof(driver), driver, nullptr) !=
+        CL_SUCCESS)
+        driver[0] = '\0';
+    version[sizeof(version) - 1] = driver[sizeof(driver) - 1] = '\0';
+    std::snprintf(out, size, "%s; %s; driver %s", name, version, driver);
+    return kiln_success;
+}
+
 const kiln_device_interface_t opencl_interface = {
     "opencl",
     opencl_device_malloc,
@@ -1030,6 +1051,7 @@ const kiln_device_interface_t opencl_interface = {
     opencl_synchronize,
     opencl_release,
     opencl_device_limits,
+    opencl_device_description,
 };
 
 } // namespace

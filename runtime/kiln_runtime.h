@@ -240,6 +240,11 @@ typedef struct kiln_device_interface_t {
     /// Limits of the device the interface uses: the most threads (work-items) per block
     /// (work-group) and the bytes of shared (local) memory per block. Either pointer may be NULL.
     int (*device_limits)(int64_t *max_threads_per_block, int64_t *shared_memory_bytes);
+    /// A one-line description of the device the interface uses, for tuning-database target keys
+    /// and reports: "<device name>; <version or compute capability>; driver <version>" (OpenCL:
+    /// "pthread-cpu-...; OpenCL 3.0 PoCL ...; driver 3.1"; CUDA: "NVIDIA H200; sm_90; driver
+    /// 13000"). Writes at most size bytes, NUL-terminated (truncated if longer).
+    int (*device_description)(char *out, size_t size);
 } kiln_device_interface_t;
 
 /// The OpenCL interface (name "opencl"). Never NULL and loads nothing: libOpenCL.so.1 (else

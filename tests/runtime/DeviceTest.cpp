@@ -2,6 +2,7 @@
 // "device memory" is malloc'd host memory and whose calls are counted.
 #include "runtime/kiln_runtime.h"
 
+#include <cstdio>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -88,6 +89,11 @@ int fake_release() {
     return kiln_success;
 }
 
+int fake_description(char *out, size_t size) {
+    std::snprintf(out, size, "fake device; 1.0; driver 1");
+    return kiln_success;
+}
+
 int fake_limits(int64_t *threads, int64_t *shared) {
     if (threads) *threads = 1024;
     if (shared) *shared = int64_t(48) * 1024;
@@ -96,11 +102,11 @@ int fake_limits(int64_t *threads, int64_t *shared) {
 
 const kiln_device_interface_t fake_table = {
     "fake",   fake_malloc,      fake_free,    fake_copy_to_device, fake_copy_to_host,
-    fake_run, fake_synchronize, fake_release, fake_limits,
+    fake_run, fake_synchronize, fake_release, fake_limits, fake_description,
 };
 const kiln_device_interface_t other_table = {
     "other",  other_malloc,     fake_free,    fake_copy_to_device, fake_copy_to_host,
-    fake_run, fake_synchronize, fake_release, fake_limits,
+    fake_run, fake_synchronize, fake_release, fake_limits, fake_description,
 };
 
 const kiln_device_interface_t *fake_interface() {

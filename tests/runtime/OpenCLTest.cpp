@@ -75,6 +75,20 @@ protected:
     int64_t max_threads = 0, shared_bytes = 0;
 };
 
+TEST_F(OpenCL, DescribesTheDeviceItUses) {
+    char text[512];
+    ASSERT_EQ(cl()->device_description(text, sizeof(text)), kiln_success)
+        << kiln_last_error_message();
+    std::string d = text;
+    // "<name>; <OpenCL version>; driver <version>"
+    EXPECT_TRUE(contains(d, "; OpenCL ")) << d;
+    EXPECT_TRUE(contains(d, "; driver ")) << d;
+    EXPECT_GT(d.find(';'), 0u) << d;
+    char tiny[8];
+    ASSERT_EQ(cl()->device_description(tiny, sizeof(tiny)), kiln_success);
+    EXPECT_EQ(std::strlen(tiny), 7u);
+}
+
 // A 1-D float buffer over its own memory.
 struct FloatBuffer {
     std::vector<float> data;
