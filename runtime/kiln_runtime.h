@@ -262,6 +262,26 @@ typedef enum kiln_gpu_api_t {
     kiln_gpu_api_opencl = 2
 } kiln_gpu_api_t;
 
+/// A CUDA kernel bundle: what generated host code for a gpu=cuda target passes to run() as the
+/// kernel "source". Text that does not start with the magic is plain CUDA C source. Layout
+/// (little-endian): the 8 bytes of KILN_CUDA_BUNDLE_MAGIC (no NUL), uint32 count, uint32 0, then
+/// count kiln_cuda_bundle_entry_t, then the images; each entry's offset counts from the start of
+/// the bundle. An ahead-of-time kernel holds PTX (and a cubin where NVRTC made one) for each
+/// architecture it was built for, plus the CUDA C source, so a device of a newer architecture can
+/// still compile it at run time.
+#define KILN_CUDA_BUNDLE_MAGIC "KILNCUB1"
+typedef enum kiln_cuda_image_kind_t {
+    kiln_cuda_image_source = 0, ///< CUDA C source (arch 0)
+    kiln_cuda_image_ptx = 1,    ///< PTX for compute capability arch (90 = sm_90)
+    kiln_cuda_image_cubin = 2   ///< a cubin for sm_<arch>
+} kiln_cuda_image_kind_t;
+typedef struct kiln_cuda_bundle_entry_t {
+    uint32_t kind; ///< a kiln_cuda_image_kind_t
+    uint32_t arch; ///< major * 10 + minor; 0 for source
+    uint64_t offset;
+    uint64_t size;
+} kiln_cuda_bundle_entry_t;
+
 /// The device interface of a GPU API (a kiln_gpu_api_t): kiln_opencl_device_interface() for
 /// OpenCL; NULL with a kiln_error_no_device message for CUDA (no interface yet) and anything else.
 /// (Defined in kiln_device_select.cpp.)
