@@ -3,14 +3,15 @@
 #
 #   kiln_add_kernel(NAME <name> GENERATOR <generator executable target>
 #                   [GENERATOR_NAME <registered generator>] [FUNCTION_NAME <C function>]
-#                   [TARGET host|<target string>] [PARAMS key=value ...]
+#                   [TARGET host|host-cuda|host-opencl|<target string>] [PARAMS key=value ...]
 #                   [EMIT assembly llvm_ir object ...])
 #
 # Writes <name>.a, <name>.h, <name>.json and <name>.stmt (plus the EMIT kinds) into
 # ${CMAKE_CURRENT_BINARY_DIR}/<name>.kiln/ and defines the IMPORTED static library target <name>:
 # link it to get the kernel, its header directory, kiln::runtime, OpenMP and libm. The function
 # is called FUNCTION_NAME (default <name>). GENERATOR_NAME may be left out when the executable
-# registers one generator. TARGET defaults to "host" (the machine that builds);
+# registers one generator. TARGET defaults to "host" (the machine that builds); "host-cuda" and
+# "host-opencl" add GPU kernels (CUDA objects embed PTX and cubins for sm_80 and sm_90);
 # "host$<SEMICOLON>fast_math=1" changes one field (write the target string's semicolons as
 # $<SEMICOLON>, since CMake splits lists at ';'). The kernel is regenerated when the generator
 # executable changes.

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/CUDABundle.h"
 #include "codegen/CodeGenDevice.h"
 #include "codegen/CodeGenLLVM.h"
 #include "codegen/ObjectEmitter.h"
@@ -358,7 +359,12 @@ void compile_lowered_to(const LoweredFunc &f, const Target &t, const OutputSet &
                       outputs.has(OutputKind::Assembly) || outputs.has(OutputKind::LLVMIR);
     std::string device_source = kernel_source(f, t);
     if (needs_llvm) {
-        LLVMModule module = compile_to_llvm_module(f, t, device_source);
+        // A CUDA object carries PTX and cubins for t.cuda_archs beside the source, so it runs
+        // without NVRTC on the machine that links it (codegen/CUDABundle.h).
+        std::string embedded = t.gpu == GpuApi::CUDA && !device_source.empty()
+                                   ? make_cuda_bundle(device_source, t.cuda_archs)
+                                   : device_source;
+        LLVMModule module = compile_to_llvm_module(f, t, embedded);
         if (outputs.has(OutputKind::LLVMIR)) module.write_llvm_ir(outputs.path(OutputKind::LLVMIR));
         if (outputs.has(OutputKind::Assembly)) {
             module.write_assembly(outputs.path(OutputKind::Assembly));

@@ -75,10 +75,68 @@ bool Target::has_feature(const std::string &name) const {
     return std::find(list.begin(), list.end(), "+" + name) != list.end();
 }
 
+namespace {
+
+std::string cuda_arch_list(const std::vector<int> &archs) {
+    std::string out;
+    for (int a : archs)
+        out += (out.empty() ? "sm_" : ",sm_") + std::to_string(a);
+    return out;
+}
+
+// "sm_80,sm_90": each sm_<major><minor> with a two- or three-digit number from 50 to 199.
+std::vector<int> parse_cuda_archs(const std::string &text, const std::string &value) {
+    std::vector<int> archs;
+    for (const std::string &item : split(value, ',')) {
+        bool ok =
+            item.size() >= 5 && item.size() <= 6 && item.rfind("sm_", 0) == 0 &&
+            std::all_of(item.begin() + 3, item.end(), [](char c) { return c >= '0' && c <= '9'; });
+        int arch = ok ? std::stoi(item.substr(3)) : 0;
+        if (!ok || arch < 50 || arch > 199) {
+            user_error("target '", text,
+                       "': cuda_archs must list architectures like sm_80,sm_90 "
+                       "(sm_50 to sm_199), got '",
+                       item, "'");
+        }
+        if (std::find(archs.begin(), archs.end(), arch) == archs.end()) archs.push_back(arch);
+    }
+    if (archs.empty()) {
+        user_error("target '", text, "': cuda_archs is empty; list at least one, e.g. sm_90");
+    }
+    std::sort(archs.begin(), archs.end());
+    return archs;
+}
+
+} // namespace
+
 std::string Target::to_string() const {
     return "triple=" + triple + ";cpu=" + cpu + ";features=" + features +
            ";vector_bits=" + std::to_string(vector_bits) + ";fast_math=" + (fast_math ? "1" : "0") +
-           (gpu == GpuApi::None ? "" : std::string(";gpu=") + gpu_api_name(gpu));
+           (gpu == GpuApi::None ? "" : std::string(";gpu=") + gpu_api_name(gpu)) +
+           (gpu != GpuApi::CUDA || cuda_archs == default_cuda_archs()
+                ? ""
+                : ";cuda_archs=" + cuda_arch_list(cuda_archs));
+}
+
+Target Target::parse(const std::string &text) {
+    size_t semi = text.find(';');
+    std::string head = text.substr(0, semi),
+                rest = semi == std::string::npos ? "" : text.substr(semi);
+    GpuApi api = GpuApi::None;
+    if (head == "host-cuda") {
+        api = GpuApi::CUDA;
+    } else if (head == "host-opencl") {
+        api = GpuApi::OpenCL;
+    } else if (head != "host" && !text.empty()) {
+        if (head.find('=') == std::string::npos) {
+            user_error("target '", text,
+                       "': expected host, host-cuda, host-opencl (each optionally followed by "
+                       "';key=value'), or a full target string (triple=...;cpu=...)");
+        }
+        return from_string(text);
+    }
+    // Later keys win in from_string, so the overrides replace the host's fields.
+    return from_string(host().with_gpu(api).to_string() + rest);
 }
 
 Target Target::from_string(const std::string &text) {
@@ -111,9 +169,11 @@ Target Target::from_string(const std::string &text) {
                 user_error("target '", text, "': gpu must be none, cuda or opencl, got '", value,
                            "'");
             }
+        } else if (key == "cuda_archs") {
+            t.cuda_archs = parse_cuda_archs(text, value);
         } else {
             user_error("target '", text, "': unknown key '", key,
-                       "' (known: triple, cpu, features, vector_bits, fast_math, gpu)");
+                       "' (known: triple, cpu, features, vector_bits, fast_math, gpu, cuda_archs)");
         }
     }
     return t;

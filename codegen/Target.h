@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -24,6 +25,11 @@ struct Target {
     int vector_bits = 128;
     /// The API of GPU kernels; host code always runs on the CPU described above.
     GpuApi gpu = GpuApi::None;
+    /// For gpu=cuda, ahead-of-time objects: the architectures whose PTX (and cubin) the object
+    /// embeds, as major * 10 + minor (80 = sm_80). A JIT-compiled pipeline embeds only the CUDA C
+    /// source and the runtime compiles it for the device it finds.
+    std::vector<int> cuda_archs = default_cuda_archs();
+    static std::vector<int> default_cuda_archs() { return {80, 90}; }
 
     /// This target with GPU kernels compiled for api: `Target::host().with_gpu(GpuApi::OpenCL)`.
     Target with_gpu(GpuApi api) const {
@@ -41,12 +47,19 @@ struct Target {
 
     /// The stable text form:
     /// "triple=...;cpu=...;features=...;vector_bits=512;fast_math=0", then ";gpu=cuda" or
-    /// ";gpu=opencl" when the target has a GPU API (so CPU-only keys are what they always were).
+    /// ";gpu=opencl" when the target has a GPU API (so CPU-only keys are what they always were),
+    /// then ";cuda_archs=sm_80,sm_90" for gpu=cuda when the list is not the default.
     std::string to_string() const;
 
     /// Parses the text form of to_string(); keys may come in any order and missing ones keep
     /// their defaults. Raises CompileError on an unknown key or a malformed value.
     static Target from_string(const std::string &text);
+
+    /// The target a user names on a command line or in kiln_add_kernel: "host" (this machine),
+    /// "host-cuda" and "host-opencl" (this machine's CPU with GPU kernels), any of these followed
+    /// by ";key=value..." to change fields ("host-cuda;cuda_archs=sm_90"), or a full to_string()
+    /// text. Raises CompileError as from_string.
+    static Target parse(const std::string &text);
 
     bool operator==(const Target &o) const = default;
 };

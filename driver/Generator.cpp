@@ -54,7 +54,8 @@ const char *usage =
     "  -g GENERATOR  which registered generator to run (optional when there is one)\n"
     "  -f FUNCTION   the C name of the entry point (default: the generator name)\n"
     "  -n FILE_BASE  the files' base name (default: the function name)\n"
-    "  -t TARGET     host, host;fast_math=1, or a full target string (default: host)\n"
+    "  -t TARGET     host, host-cuda, host-opencl, host;fast_math=1, or a full target string\n"
+    "                (default: host)\n"
     "  -e KINDS      comma-separated: object, static_library, c_header, assembly, llvm_ir,\n"
     "                lowered_stmt, metadata (default: static_library,c_header,metadata)\n"
     "  key=value     parameters the generator reads from its GeneratorContext\n";
@@ -162,12 +163,7 @@ Pipeline run_generator(const std::string &name, GeneratorContext &context) {
 }
 
 Target parse_target_string(const std::string &text) {
-    if (text.empty() || text == "host") return Target::host();
-    if (text.rfind("host;", 0) == 0) {
-        // Later keys win in Target::from_string, so the overrides replace the host's fields.
-        return Target::from_string(Target::host().to_string() + text.substr(4));
-    }
-    return Target::from_string(text);
+    return Target::parse(text);
 }
 
 int kiln_generator_main(int argc, char **argv) {

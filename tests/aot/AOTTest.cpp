@@ -14,9 +14,12 @@
 #include <unistd.h>
 
 #include "codegen/AOT.h"
+#include "codegen/CUDABundle.h"
+#include "codegen/NVRTC.h"
 #include "codegen/ObjectEmitter.h"
 #include "driver/Generator.h"
 #include "kiln.h"
+#include "runtime/kiln_runtime.h"
 
 using namespace kiln;
 using ::testing::HasSubstr;
@@ -501,3 +504,162 @@ TEST(AOTGenerator, OperatorGeneratorCompilesMatmul) {
     EXPECT_THAT(bad.output, HasSubstr("does not read the parameter(s) 'tile'"));
 }
 #endif
+
+// ---- CUDA kernels for linking ---------------------------------------------------------------
+
+namespace {
+
+/// out(x, y) = in(x, y) * 2 + 1 in 16 x 8 tiles of GPU threads.
+Pipeline gpu_scale_pipeline() {
+    ImageParam in(Float(32), 2, "in");
+    Func out("out");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    out(x, y) = in(x, y) * 2.0f + 1.0f;
+    out.gpu_tile(x, y, xo, yo, xi, yi, 16, 8);
+    return out;
+}
+
+const char *gpu_scale_program = R"(#include <stdio.h>
+#include <string.h>
+#include "aot_gpu_scale.h"
+int main(void) {
+    enum { W = 37, H = 11 };
+    static float in[W * H], out[W * H];
+    kiln_dimension_t din[2] = {{0, W, 1, 0}, {0, H, W, 0}}, dout[2] = {{0, W, 1, 0}, {0, H, W, 0}};
+    kiln_buffer_t bin, bout;
+    int i, code, wrong = 0;
+    memset(&bin, 0, sizeof(bin));
+    memset(&bout, 0, sizeof(bout));
+    for (i = 0; i < W * H; i++) in[i] = (float)i * 0.5f;
+    bin.host = (uint8_t *)in;
+    bout.host = (uint8_t *)out;
+    bin.type.code = bout.type.code = (uint8_t)kiln_type_float;
+    bin.type.bits = bout.type.bits = 32;
+    bin.type.lanes = bout.type.lanes = 1;
+    bin.dimensions = bout.dimensions = 2;
+    bin.dim = din;
+    bout.dim = dout;
+    code = aot_gpu_scale(&bin, &bout);
+    if (code == 0) code = kiln_buffer_copy_to_host(&bout);
+    for (i = 0; i < W * H; i++) wrong += out[i] != in[i] * 2.0f + 1.0f;
+    if (code == 0) {
+        printf("run: 0 wrong: %d\n", wrong);
+    } else {
+        printf("run: %s: %s\n", kiln_error_code_name(code), kiln_last_error_message());
+    }
+    kiln_buffer_device_free(&bin);
+    kiln_buffer_device_free(&bout);
+    return 0;
+}
+)";
+
+} // namespace
+
+TEST(AOTCUDA, TargetNamesAndArchitectureLists) {
+    Target cuda = Target::parse("host-cuda");
+    EXPECT_EQ(cuda.gpu, GpuApi::CUDA);
+    EXPECT_EQ(cuda.cuda_archs, (std::vector<int>{80, 90}));
+    EXPECT_EQ(cuda.triple, Target::host().triple);
+    EXPECT_EQ(Target::parse("host-opencl").gpu, GpuApi::OpenCL);
+    // The default list is left out of the text form, so existing keys do not change.
+    EXPECT_THAT(cuda.to_string(), ::testing::EndsWith(";gpu=cuda"));
+    Target one = Target::parse("host-cuda;cuda_archs=sm_90,sm_86,sm_90");
+    EXPECT_EQ(one.cuda_archs, (std::vector<int>{86, 90}));
+    EXPECT_THAT(one.to_string(), HasSubstr(";cuda_archs=sm_86,sm_90"));
+    EXPECT_EQ(Target::from_string(one.to_string()), one);
+    EXPECT_EQ(parse_target_string("host-cuda;fast_math=1").fast_math, true);
+    auto message = [](const std::string &text) {
+        try {
+            Target::parse(text);
+        } catch (const CompileError &e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_THAT(message("host-cuda;cuda_archs=90"),
+                HasSubstr("cuda_archs must list architectures like sm_80,sm_90 (sm_50 to sm_199), "
+                          "got '90'"));
+    EXPECT_THAT(message("host-cuda;cuda_archs="), HasSubstr("cuda_archs is empty"));
+    EXPECT_THAT(message("host-vulkan"),
+                HasSubstr("expected host, host-cuda, host-opencl (each optionally followed by "
+                          "';key=value'), or a full target string"));
+}
+
+TEST(AOTCUDA, ObjectEmbedsPTXAndCubinsForEachArchitectureAndTheSource) {
+    std::string why;
+    if (!nvrtc_available(&why)) GTEST_SKIP() << "NVRTC cannot be loaded: " << why;
+    TempDir dir;
+    Pipeline p = gpu_scale_pipeline();
+    Target t = Target::parse("host-cuda;cuda_archs=sm_80,sm_90");
+    p.compile_to(OutputSet::in_directory(dir.path.string(), "aot_gpu_scale",
+                                         {OutputKind::StaticLibrary, OutputKind::CUDASource}),
+                 "aot_gpu_scale", t);
+    std::string library = read_file(dir / "aot_gpu_scale.a");
+    std::string source = read_file(dir / "aot_gpu_scale.cu");
+    ASSERT_THAT(source, HasSubstr("__global__"));
+    size_t at = library.find(KILN_CUDA_BUNDLE_MAGIC);
+    ASSERT_NE(at, std::string::npos) << "no CUDA bundle in the library";
+    std::vector<CUDAImage> images = read_cuda_bundle(library.substr(at));
+    std::vector<std::pair<int, int>> kinds; // (kind, arch)
+    for (const CUDAImage &image : images)
+        kinds.emplace_back(int(image.kind), image.arch);
+    EXPECT_EQ(kinds,
+              (std::vector<std::pair<int, int>>{{1, 80}, {2, 80}, {1, 90}, {2, 90}, {0, 0}}));
+    EXPECT_THAT(images[0].bytes, HasSubstr(".target sm_80"));
+    EXPECT_THAT(images[2].bytes, HasSubstr(".target sm_90"));
+    EXPECT_EQ(images[1].bytes.compare(1, 3, "ELF"), 0) << "a cubin is an ELF file";
+    EXPECT_EQ(images[4].bytes, source);
+    EXPECT_THAT(describe_cuda_bundle(library.substr(at)), HasSubstr("sm_90 PTX ("));
+    // A truncated bundle is refused with a message, not read past its end.
+    try {
+        read_cuda_bundle(library.substr(at, 40));
+        ADD_FAILURE() << "a truncated bundle was accepted";
+    } catch (const CompileError &e) {
+        EXPECT_THAT(e.what(), HasSubstr("malformed kiln CUDA bundle"));
+    }
+}
+
+// The C program links the kernel with libkiln_runtime.a and -ldl alone: no CUDA runtime, no
+// driver library (the runtime opens libcuda.so.1 when the kernel first runs). Without a driver
+// the kernel returns kiln_error_no_device naming the library; with a GPU it computes the output.
+TEST(AOTCUDA, PlainCProgramLinksWithoutCUDALibraries) {
+    std::string why;
+    if (!nvrtc_available(&why)) GTEST_SKIP() << "NVRTC cannot be loaded: " << why;
+    TempDir dir;
+    gpu_scale_pipeline().compile_to_static_library(dir.path.string(), "aot_gpu_scale",
+                                                   Target::parse("host-cuda"));
+    CommandResult undefined = run_command(KILN_TEST_NM " -u " + dir / "aot_gpu_scale.a");
+    ASSERT_EQ(undefined.status, 0) << undefined.output;
+    std::istringstream lines(undefined.output);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find(" U ") == std::string::npos) continue; // the member's name, blank lines
+        std::string name = line.substr(line.find_last_of(' ') + 1);
+        EXPECT_TRUE(name.rfind("kiln_", 0) == 0 || name.rfind("memset", 0) == 0 ||
+                    name.rfind("memcpy", 0) == 0 || name.rfind("GOMP_", 0) == 0 ||
+                    name.rfind("__", 0) == 0 || name.rfind("omp_", 0) == 0)
+            << "the kernel needs '" << name << "'";
+        EXPECT_THAT(name, ::testing::Not(::testing::StartsWith("cu")));
+    }
+    write_file(dir / "main.c", gpu_scale_program);
+    std::string command =
+        std::string(KILN_TEST_CC) + " -std=c99 -pedantic -Wall -Wextra -Werror -I" +
+        dir.path.string() + " -I" KILN_TEST_RUNTIME_INCLUDE_DIR " " + dir / "main.c" + " " +
+        dir / "aot_gpu_scale.a" +
+        " " KILN_TEST_RUNTIME_LIBRARY " " KILN_TEST_LINK_FLAGS " -fopenmp -lm -ldl -o " +
+        dir / "main";
+    CommandResult build = run_command(command);
+    ASSERT_EQ(build.status, 0) << build.output;
+    CommandResult exe_undefined = run_command(KILN_TEST_NM " -u " + dir / "main");
+    EXPECT_THAT(exe_undefined.output, ::testing::Not(HasSubstr("cuda")));
+    EXPECT_THAT(exe_undefined.output, ::testing::Not(HasSubstr(" cu")));
+    CommandResult run = run_command("env -u KILN_CUDA_DRIVER " + dir / "main");
+    ASSERT_EQ(run.status, 0) << run.output;
+    if (run.output.find("run: 0 ") != std::string::npos) {
+        EXPECT_THAT(run.output, HasSubstr("run: 0 wrong: 0"));
+    } else {
+        std::printf("[ note     ] no CUDA device here; the kernel reported: %s",
+                    run.output.c_str());
+        EXPECT_THAT(run.output, HasSubstr("run: kiln_error_no_device: "));
+        EXPECT_THAT(run.output, HasSubstr("libcuda.so.1"));
+    }
+}
