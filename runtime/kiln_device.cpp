@@ -122,10 +122,12 @@ int kiln_buffer_copy_to_host(kiln_buffer_t *b) {
 
 int kiln_buffer_device_free(kiln_buffer_t *b) {
     if (!b || !b->device) return kiln_success;
-    if (!b->device_interface) {
-        // A handle kiln did not allocate and cannot free (a CUDA tensor from DLPack, for now).
+    if (!b->device_interface || (b->flags & kiln_buffer_flag_device_not_owned)) {
+        // A handle kiln did not allocate and must not free (a CUDA tensor from DLPack, a wrapped
+        // CUDA pointer).
         b->device = 0;
-        kiln_buffer_set_device_dirty(b, 0);
+        b->device_interface = nullptr;
+        b->flags &= ~uint64_t(kiln_buffer_flag_device_dirty | kiln_buffer_flag_device_not_owned);
         return kiln_success;
     }
     return b->device_interface->device_free(b);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 namespace {
@@ -46,6 +47,20 @@ const char *dlpack_code_name(int code) {
     default:
         return "unknown";
     }
+}
+
+// The CUDA interface when its driver loads and has a device, else NULL; a failed probe leaves
+// this thread's last error message as it was (the conversion itself succeeds).
+const kiln_device_interface_t *cuda_interface_if_available() {
+    char saved[1024];
+    std::snprintf(saved, sizeof(saved), "%s", kiln_last_error_message());
+    const kiln_device_interface_t *cuda = kiln_cuda_device_interface();
+    if (cuda->device_limits(nullptr, nullptr) == kiln_success) return cuda;
+    if (saved[0])
+        kiln_error(kiln_success, "%s", saved);
+    else
+        kiln_clear_error();
+    return nullptr;
 }
 
 } // namespace
@@ -127,16 +142,24 @@ int kiln_buffer_from_dltensor(const DLTensor *t, kiln_buffer_t *out, kiln_dimens
         dims_storage[i] = {0, static_cast<int32_t>(extent), static_cast<int32_t>(stride), 0};
         compact_stride = std::min<int64_t>(compact_stride * extent, int64_t(INT32_MAX) + 1);
     }
+    const kiln_device_interface_t *cuda_interface =
+        device_type == kDLCUDA ? cuda_interface_if_available() : nullptr;
     *out = kiln_buffer_t{};
     if (on_device) {
         // CUDA device pointers can be offset; a cl_mem cannot (byte_offset is 0, checked above).
         uintptr_t handle = reinterpret_cast<uintptr_t>(t->data);
         if (handle) handle += uintptr_t(t->byte_offset);
         out->device = handle;
-        // The CUDA interface comes later: until then a CUDA buffer has no interface, so kiln can
-        // pass it around and hand it back to DLPack but not launch kernels on it or copy it.
-        out->device_interface = device_type == kDLOpenCL ? kiln_opencl_device_interface() : nullptr;
-        out->flags = handle ? kiln_buffer_flag_device_dirty : 0;
+        // A CUDA pointer is borrowed on the CUDA interface (not owned: device_free forgets it).
+        // Without a CUDA driver the buffer has no interface, so kiln can pass it around and hand
+        // it back to DLPack but not launch kernels on it or copy it.
+        if (device_type == kDLOpenCL) {
+            out->device_interface = kiln_opencl_device_interface();
+        } else {
+            out->device_interface = cuda_interface;
+            if (cuda_interface) out->flags |= kiln_buffer_flag_device_not_owned;
+        }
+        if (handle) out->flags |= kiln_buffer_flag_device_dirty;
     } else {
         out->host = t->data ? static_cast<uint8_t *>(t->data) + t->byte_offset : nullptr;
     }

@@ -8,8 +8,9 @@
  * sharing its device) with byte_offset 0; for kDLCUDA, the device pointer (CUdeviceptr). Both
  * directions use device_id 0 and need non-negative strides (a device copy starts at the element
  * with the lowest address). The handle is borrowed, never owned: do not call
- * kiln_buffer_device_free on an imported buffer (that would release the exporter's cl_mem); set
- * its device to 0 when done with it. */
+ * kiln_buffer_device_free on an imported OpenCL buffer (that would release the exporter's cl_mem);
+ * set its device to 0 when done with it. An imported CUDA buffer is marked not owned, so
+ * kiln_buffer_device_free only forgets it. */
 #ifndef KILN_DLPACK_H
 #define KILN_DLPACK_H
 
@@ -26,8 +27,10 @@ extern "C" {
 /// data + byte_offset. A kDLOpenCL tensor gives host NULL, device = the cl_mem,
 /// device_interface = kiln_opencl_device_interface() and the device_dirty bit (its data lives on
 /// the device; point host at kiln_buffer_size_in_bytes(out) bytes before kiln_buffer_copy_to_host).
-/// A kDLCUDA tensor gives the same with device = data + byte_offset and device_interface NULL
-/// until kiln has a CUDA interface (such a buffer can be described but not copied or launched on).
+/// A kDLCUDA tensor gives the same with device = data + byte_offset on
+/// kiln_cuda_device_interface() with kiln_buffer_flag_device_not_owned (device_free only forgets
+/// it) when the CUDA driver loads and has a device; otherwise device_interface is NULL (such a
+/// buffer can be described but not copied or launched on).
 /// Other device types are rejected. The dimensions are written to dims_storage (room for
 /// max_dims), which out->dim then points to. int, uint, float and bool (code 6, 8 bits) types are
 /// supported. Returns kiln_success or an error code with a message; out is untouched on error

@@ -46,7 +46,9 @@ typedef enum kiln_buffer_flag_t {
     /// The host copy is newer than the device copy.
     kiln_buffer_flag_host_dirty = 1,
     /// The device copy is newer than the host copy.
-    kiln_buffer_flag_device_dirty = 2
+    kiln_buffer_flag_device_dirty = 2,
+    /// The device copy is borrowed (kiln_cuda_wrap_device_pointer): device_free only forgets it.
+    kiln_buffer_flag_device_not_owned = 4
 } kiln_buffer_flag_t;
 
 struct kiln_device_interface_t;
@@ -283,8 +285,9 @@ typedef struct kiln_cuda_bundle_entry_t {
 } kiln_cuda_bundle_entry_t;
 
 /// The device interface of a GPU API (a kiln_gpu_api_t): kiln_opencl_device_interface() for
-/// OpenCL; NULL with a kiln_error_no_device message for CUDA (no interface yet) and anything else.
-/// (Defined in kiln_device_select.cpp.)
+/// OpenCL; for CUDA kiln_cuda_device_interface() if its driver loads, cuInit succeeds and there is
+/// a device, else NULL with a kiln_error_no_device message naming the driver library and the
+/// reason; NULL with kiln_error_no_device for anything else. (Defined in kiln_device_select.cpp.)
 const kiln_device_interface_t *kiln_device_interface(int api);
 
 /// Gives b a device copy on iface (uninitialized). No-op if b already has a device copy on iface;
@@ -308,7 +311,8 @@ int kiln_buffer_copy_to_device(kiln_buffer_t *b, const kiln_device_interface_t *
 int kiln_buffer_copy_to_host(kiln_buffer_t *b);
 
 /// Frees b's device copy, if any, copying nothing (see device_free). A device handle without an
-/// interface (a CUDA tensor from DLPack, for now) is only forgotten.
+/// interface (a CUDA tensor from DLPack without a CUDA driver) or one kiln does not own
+/// (kiln_buffer_flag_device_not_owned) is only forgotten.
 int kiln_buffer_device_free(kiln_buffer_t *b);
 
 /// Waits for the queued work of b's device interface; kiln_success if b has none.
@@ -346,6 +350,65 @@ void kiln_device_copy_counts(int64_t *to_device, int64_t *to_host);
 
 /// Sets both copy counts to 0.
 void kiln_device_reset_copy_counts(void);
+
+/* ---- CUDA ------------------------------------------------------------------------------------ */
+
+/// The CUDA interface (name "cuda"). Never NULL and loads nothing: the first call through the table
+/// opens the driver API, libcuda.so.1 (or the path in KILN_CUDA_DRIVER), with dlopen, calls cuInit
+/// and retains the primary context of device KILN_CUDA_DEVICE (default 0); kiln creates one stream
+/// per context it uses. run() takes plain CUDA C source (compiled once with NVRTC for the device's
+/// architecture, see kiln_cuda_compile) or a KILN_CUDA_BUNDLE_MAGIC bundle, from which it loads a
+/// cubin of the device's major version and an architecture <= the device's, else the PTX of the
+/// highest architecture <= the device's (the driver compiles it forward), else the bundle's source
+/// with NVRTC; modules are cached per (bundle or source, context). Kernels declare their shared
+/// memory statically: a null scalar argument (OpenCL's dynamic local memory) is an error.
+const kiln_device_interface_t *kiln_cuda_device_interface(void);
+
+/// Makes kiln use cu_context (a CUcontext of the caller's) for everything that follows: memory,
+/// copies, modules and launches, on a stream kiln creates for it; NULL returns to the primary
+/// context. Also resets the stream to kiln's own stream of that context (call kiln_cuda_set_stream
+/// after). Process-wide. Device copies made in one context stay usable in another only where the
+/// driver allows it (unified addressing). kiln_error_no_device when there is no driver.
+int kiln_cuda_set_context(void *cu_context);
+
+/// Makes launches, copies and synchronize() use cu_stream (a CUstream of the current context);
+/// NULL returns to kiln's own stream. Process-wide; the caller keeps ownership of the stream.
+int kiln_cuda_set_stream(void *cu_stream);
+
+/// The CUstream that launches and copies use now (the caller's or kiln's own); NULL (with a
+/// message) when there is no driver or device.
+void *kiln_cuda_stream(void);
+
+/// Gives b the device copy cu_deviceptr (a CUdeviceptr of the caller's, holding
+/// kiln_buffer_size_in_bytes(b) bytes from the element at the mins) on the CUDA interface without
+/// owning it: b gets kiln_buffer_flag_device_not_owned, and device_free only forgets it. An error
+/// if b already has a device copy or cu_deviceptr is 0. Dirty bits are left as they are.
+int kiln_cuda_wrap_device_pointer(kiln_buffer_t *b, uint64_t cu_deviceptr);
+
+/// Forgets a device copy given by kiln_cuda_wrap_device_pointer (b->device = 0, no interface,
+/// device_dirty and device_not_owned cleared) and frees nothing. An error if b's device copy is
+/// not a wrapped CUDA pointer; kiln_success if b has no device copy.
+int kiln_cuda_detach_device_pointer(kiln_buffer_t *b);
+
+/// Records a start event on the current stream (for kiln_cuda_timer_stop).
+int kiln_cuda_timer_start(void);
+
+/// Records a stop event on the current stream, waits for it and writes the milliseconds since
+/// kiln_cuda_timer_start to *ms. An error without a started timer, or if the context changed.
+int kiln_cuda_timer_stop(float *ms);
+
+/// Compiles CUDA C source (source_size bytes, NUL not required) with NVRTC, loaded at run time
+/// (KILN_NVRTC=<path>, else libnvrtc.so.13, .so.12, .so, on the library path and then in
+/// /usr/local/cuda/lib64), for compute capability arch (90 = sm_90): a cubin for sm_<arch> if
+/// want_cubin, else PTX for compute_<arch> (NUL-terminated, the NUL counted in image_size). The
+/// options are kiln's (C++17, no fused multiply-add, IEEE division and square root, denormals
+/// kept). *image is malloc'd; free it with free(). Results are cached on disk in
+/// $KILN_CACHE_DIR/cuda, else $XDG_CACHE_HOME/kiln/cuda, else $HOME/.cache/kiln/cuda, keyed by the
+/// source, arch, kind and NVRTC version (a cache that cannot be written is skipped). Errors:
+/// kiln_error_no_device without NVRTC; kiln_error_device_compile with the source lines the log
+/// names and NVRTC's log.
+int kiln_cuda_compile(const char *source, size_t source_size, int arch, int want_cubin,
+                      void **image, size_t *image_size);
 
 // NOLINTEND(readability-identifier-naming)
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -229,7 +230,13 @@ TEST(DLPack, AnOpenCLTensorBecomesADeviceBufferOnTheOpenCLInterface) {
     EXPECT_EQ(kiln_buffer_size_in_bytes(&b), 24u * 4u);
 }
 
-TEST(DLPack, ACUDATensorBecomesADeviceBufferWithoutAnInterfaceYet) {
+TEST(DLPack, ACUDATensorWithoutACUDADriverBecomesADeviceBufferWithoutAnInterface) {
+    // No driver at this path, whatever the machine has (CUDATest covers the fake driver).
+    const char *previous = std::getenv("KILN_CUDA_DRIVER");
+    std::string saved = previous ? previous : "";
+    setenv("KILN_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+    kiln_cuda_device_interface()->release();
+    kiln_clear_error();
     Tensor t;
     t.tensor.data = fake_handle(0x7000000);
     t.tensor.byte_offset = 64;
@@ -241,6 +248,13 @@ TEST(DLPack, ACUDATensorBecomesADeviceBufferWithoutAnInterfaceYet) {
     EXPECT_EQ(b.device_interface, nullptr);
     EXPECT_EQ(b.host, nullptr);
     EXPECT_EQ(b.flags, uint64_t(kiln_buffer_flag_device_dirty));
+    // The failed probe of the driver leaves no error message behind.
+    EXPECT_STREQ(kiln_last_error_message(), "");
+    kiln_cuda_device_interface()->release();
+    if (previous)
+        setenv("KILN_CUDA_DRIVER", saved.c_str(), 1);
+    else
+        unsetenv("KILN_CUDA_DRIVER");
 }
 
 TEST(DLPack, DeviceTensorsNeedDeviceZeroAndNonNegativeStrides) {
