@@ -70,8 +70,18 @@ std::string compile_error_of(const std::function<void()> &f) {
     return "(no CompileError)";
 }
 
-TEST(GPUPipeline, BlurWithASharedMemoryStageEqualsTheReference) {
-    KILN_REQUIRE_OPENCL();
+/// Each case runs on every GPU API: OpenCL (PoCL here) and CUDA, each skipped with the reason
+/// where this machine cannot run it (CUDA needs libcuda.so.1 and a device).
+class GPUPipeline : public ::testing::TestWithParam<GpuApi> {
+protected:
+    void SetUp() override {
+        std::string why = gpu_unavailable(GetParam());
+        if (!why.empty()) GTEST_SKIP() << "no " << gpu_api_name(GetParam()) << " device: " << why;
+    }
+    Target target() const { return Target::host().with_gpu(GetParam()); }
+};
+
+TEST_P(GPUPipeline, BlurWithASharedMemoryStageEqualsTheReference) {
     const int W = 45, H = 29; // not multiples of the tile: guards and shifted tiles
     Buffer<float> in = pattern<float>({W + 2, H + 2}, "gpu_blur_in");
     Func blur_x("gpu_blur_x"), blur_y("gpu_blur_y");
@@ -82,10 +92,10 @@ TEST(GPUPipeline, BlurWithASharedMemoryStageEqualsTheReference) {
     blur_y.gpu_tile(x, y, xo, yo, xi, yi, 16, 8);
     blur_x.compute_at(blur_y, xo).store_in(MemoryType::GPUShared).gpu_threads(x, y);
     Pipeline p(blur_y);
-    Buffer<float> got = p.realize({W, H}, opencl_target());
+    Buffer<float> got = p.realize({W, H}, target());
     expect_near_buffer(want, got);
 
-    CompiledPipeline c = p.compile_jit(opencl_target());
+    CompiledPipeline c = p.compile_jit(target());
     ASSERT_EQ(c.lowered().kernels.size(), 1u);
     const DeviceKernel &k = c.lowered().kernels[0];
     EXPECT_EQ(k.threads[0], 16);
@@ -96,8 +106,7 @@ TEST(GPUPipeline, BlurWithASharedMemoryStageEqualsTheReference) {
     expect_valid_cuda(p);
 }
 
-TEST(GPUPipeline, MatmulWithSharedTilesAndSeveralOutputsPerThread) {
-    KILN_REQUIRE_OPENCL();
+TEST_P(GPUPipeline, MatmulWithSharedTilesAndSeveralOutputsPerThread) {
     const int M = 37, N = 43, K = 29;
     Buffer<float> A = pattern<float>({K, M}, "gpu_mm_A", 3);
     Buffer<float> B = pattern<float>({N, K}, "gpu_mm_B", 5);
@@ -127,14 +136,13 @@ TEST(GPUPipeline, MatmulWithSharedTilesAndSeveralOutputsPerThread) {
     As.compute_at(prod, ko).store_in(MemoryType::GPUShared).gpu_threads(kk, i);
     Bs.compute_at(prod, ko).store_in(MemoryType::GPUShared).gpu_threads(j, kk);
     Pipeline p(C);
-    Buffer<float> got = p.realize({N, M}, opencl_target());
+    Buffer<float> got = p.realize({N, M}, target());
     expect_near_buffer(want, got, 1e-5);
-    EXPECT_EQ(p.compile_jit(opencl_target()).lowered().kernels.size(), 1u);
+    EXPECT_EQ(p.compile_jit(target()).lowered().kernels.size(), 1u);
     expect_valid_cuda(p);
 }
 
-TEST(GPUPipeline, SoftmaxRowsWithABlockPerRow) {
-    KILN_REQUIRE_OPENCL();
+TEST_P(GPUPipeline, SoftmaxRowsWithABlockPerRow) {
     const int W = 50, H = 7;
     Buffer<float> in = pattern<float>({W, H}, "gpu_softmax_in", 7);
     Var x("x"), y("y");
@@ -159,13 +167,12 @@ TEST(GPUPipeline, SoftmaxRowsWithABlockPerRow) {
     row_sum.compute_at(out, y);
     e.compute_at(out, y).gpu_threads(x);
     Pipeline p(out);
-    Buffer<float> got = p.realize({W, H}, opencl_target());
+    Buffer<float> got = p.realize({W, H}, target());
     expect_near_buffer(want, got, 1e-5);
     expect_valid_cuda(p);
 }
 
-TEST(GPUPipeline, UpdateStagesAndOddSizesUseGuards) {
-    KILN_REQUIRE_OPENCL();
+TEST_P(GPUPipeline, UpdateStagesAndOddSizesUseGuards) {
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
     Func f("gpu_update_f");
     f(x, y) = x * 3 + y;
@@ -174,14 +181,13 @@ TEST(GPUPipeline, UpdateStagesAndOddSizesUseGuards) {
     f.gpu_tile(x, y, xo, yo, xi, yi, 8, 4);
     f.update(0).gpu_tile(x, y, xo, yo, xi, yi, 8, 4, TailStrategy::GuardWithIf);
     Pipeline p(f);
-    Buffer<int> got = p.realize({23, 11}, opencl_target());
+    Buffer<int> got = p.realize({23, 11}, target());
     expect_near_buffer(want, got);
-    EXPECT_EQ(p.compile_jit(opencl_target()).lowered().kernels.size(), 2u);
+    EXPECT_EQ(p.compile_jit(target()).lowered().kernels.size(), 2u);
     expect_valid_cuda(p);
 }
 
-TEST(GPUPipeline, ChainGPUHostGPUCopiesEachBufferOnce) {
-    KILN_REQUIRE_OPENCL();
+TEST_P(GPUPipeline, ChainGPUHostGPUCopiesEachBufferOnce) {
     Buffer<float> in = pattern<float>({64, 8}, "gpu_chain_in");
     Var x("x"), y("y"), xo("xo"), xi("xi");
     Func a("gpu_chain_a"), b("gpu_chain_b"), c("gpu_chain_c");
@@ -193,7 +199,7 @@ TEST(GPUPipeline, ChainGPUHostGPUCopiesEachBufferOnce) {
     b.compute_root();
     c.gpu_tile(x, xo, xi, 16);
     Pipeline p(c);
-    CompiledPipeline compiled = p.compile_jit(opencl_target());
+    CompiledPipeline compiled = p.compile_jit(target());
     EXPECT_EQ(compiled.lowered().kernels.size(), 2u);
     Buffer<float> got({64, 8}, "gpu_chain_out");
     kiln_device_reset_copy_counts();
@@ -219,8 +225,7 @@ TEST(GPUPipeline, ChainGPUHostGPUCopiesEachBufferOnce) {
     expect_valid_cuda(p);
 }
 
-TEST(GPUPipeline, TwoGPUStagesCopyNothingBetweenThem) {
-    KILN_REQUIRE_OPENCL();
+TEST_P(GPUPipeline, TwoGPUStagesCopyNothingBetweenThem) {
     Buffer<float> in = pattern<float>({40}, "gpu_two_in");
     Var x("x"), xo("xo"), xi("xi");
     Func a("gpu_two_a"), b("gpu_two_b");
@@ -231,7 +236,7 @@ TEST(GPUPipeline, TwoGPUStagesCopyNothingBetweenThem) {
     Buffer<float> want = reference_realize(b, {40});
     Buffer<float> got({40}, "gpu_two_out");
     kiln_device_reset_copy_counts();
-    Pipeline(b).realize({got}, opencl_target());
+    Pipeline(b).realize({got}, target());
     int64_t to_device = 0, to_host = 0;
     kiln_device_copy_counts(&to_device, &to_host);
     EXPECT_EQ(to_device, 1); // the input
@@ -239,8 +244,7 @@ TEST(GPUPipeline, TwoGPUStagesCopyNothingBetweenThem) {
     expect_near_buffer(want, got);
 }
 
-TEST(GPUPipeline, ModifiedInputsAreCopiedAgain) {
-    KILN_REQUIRE_OPENCL();
+TEST_P(GPUPipeline, ModifiedInputsAreCopiedAgain) {
     Buffer<int> in({16}, "gpu_modified_in");
     for (int i = 0; i < 16; i++)
         in(i) = i;
@@ -249,20 +253,19 @@ TEST(GPUPipeline, ModifiedInputsAreCopiedAgain) {
     f(x) = in(x)*10;
     f.gpu_tile(x, xo, xi, 4);
     Pipeline p(f);
-    Buffer<int> first = p.realize(std::vector<int>{16}, opencl_target());
+    Buffer<int> first = p.realize(std::vector<int>{16}, target());
     EXPECT_EQ(first(5), 50);
     in(5) = 7; // element access marks the host copy dirty
-    Buffer<int> second = p.realize(std::vector<int>{16}, opencl_target());
+    Buffer<int> second = p.realize(std::vector<int>{16}, target());
     EXPECT_EQ(second(5), 70);
     // An output read and written on the host between runs is overwritten on the device again.
     second(3) = -1;
-    p.realize({second}, opencl_target());
+    p.realize({second}, target());
     EXPECT_EQ(second(3), 30);
     EXPECT_EQ(second(5), 70);
 }
 
-TEST(GPUPipeline, TuplesAndSmallIntegerAndDoubleTypes) {
-    KILN_REQUIRE_OPENCL();
+TEST_P(GPUPipeline, TuplesAndSmallIntegerAndDoubleTypes) {
     Buffer<uint8_t> in8 = pattern<uint8_t>({33, 9}, "gpu_types_u8");
     Buffer<int16_t> in16 = pattern<int16_t>({33, 9}, "gpu_types_i16", 4);
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
@@ -276,15 +279,14 @@ TEST(GPUPipeline, TuplesAndSmallIntegerAndDoubleTypes) {
     Buffer<int16_t> g1({33, 9});
     Buffer<double> g2({33, 9});
     Pipeline p(t);
-    p.realize({g0, g1, g2}, opencl_target());
+    p.realize({g0, g1, g2}, target());
     expect_near_buffer(Buffer<uint8_t>(want[0]), g0);
     expect_near_buffer(Buffer<int16_t>(want[1]), g1);
     expect_near_buffer(Buffer<double>(want[2]), g2, 1e-15);
     expect_valid_cuda(p);
 }
 
-TEST(GPUPipeline, SingleThreadStageRunsOnTheDevice) {
-    KILN_REQUIRE_OPENCL();
+TEST_P(GPUPipeline, SingleThreadStageRunsOnTheDevice) {
     Buffer<int> in = pattern<int>({20}, "gpu_single_in");
     Func total("gpu_single_total");
     RDom r(0, 20, "r");
@@ -294,14 +296,13 @@ TEST(GPUPipeline, SingleThreadStageRunsOnTheDevice) {
     total.gpu_single_thread();
     Buffer<int> want = reference_realize(total, {});
     Pipeline p(total);
-    Buffer<int> got = p.realize(std::vector<int>{}, opencl_target());
+    Buffer<int> got = p.realize(std::vector<int>{}, target());
     EXPECT_EQ(got(), want());
-    EXPECT_EQ(p.compile_jit(opencl_target()).lowered().kernels.size(), 2u);
+    EXPECT_EQ(p.compile_jit(target()).lowered().kernels.size(), 2u);
     expect_valid_cuda(p);
 }
 
-TEST(GPUPipeline, ThreadLoopsOfPrivateProducers) {
-    KILN_REQUIRE_OPENCL();
+TEST_P(GPUPipeline, ThreadLoopsOfPrivateProducers) {
     // A producer computed per thread lives in thread-private memory.
     Buffer<float> in = pattern<float>({30, 12}, "gpu_private_in");
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
@@ -312,9 +313,14 @@ TEST(GPUPipeline, ThreadLoopsOfPrivateProducers) {
     out.gpu_tile(x, y, xo, yo, xi, yi, 8, 4);
     p1.compute_at(out, xi);
     Pipeline p(out);
-    expect_near_buffer(want, Buffer<float>(p.realize({29, 12}, opencl_target())));
+    expect_near_buffer(want, Buffer<float>(p.realize({29, 12}, target())));
     expect_valid_cuda(p);
 }
+
+INSTANTIATE_TEST_SUITE_P(On, GPUPipeline, ::testing::Values(GpuApi::OpenCL, GpuApi::CUDA),
+                         [](const ::testing::TestParamInfo<GpuApi> &info) {
+                             return std::string(info.param == GpuApi::CUDA ? "CUDA" : "OpenCL");
+                         });
 
 // ---- Errors --------------------------------------------------------------------------------
 

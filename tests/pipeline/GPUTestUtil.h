@@ -39,6 +39,16 @@ inline std::string opencl_unavailable() {
     return "";
 }
 
+/// Empty when a device of api can run kernels here, else why not.
+inline std::string gpu_unavailable(GpuApi api) {
+    if (api == GpuApi::OpenCL) return opencl_unavailable();
+    const kiln_device_interface_t *iface = kiln_device_interface(int(api));
+    if (!iface) return kiln_last_error_message();
+    int64_t threads = 0, shared = 0;
+    if (iface->device_limits(&threads, &shared) != 0) return kiln_last_error_message();
+    return "";
+}
+
 #define KILN_REQUIRE_OPENCL()                                                                      \
     do {                                                                                           \
         std::string why = ::kiln::opencl_unavailable();                                            \
