@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace {
@@ -49,6 +50,12 @@ const char *dlpack_code_name(int code) {
     }
 }
 
+// The CUDA device kiln uses (KILN_CUDA_DEVICE, default 0; see kiln_cuda_device_interface).
+int cuda_device_ordinal() {
+    const char *text = std::getenv("KILN_CUDA_DEVICE");
+    return text && *text ? std::atoi(text) : 0;
+}
+
 // The CUDA interface when its driver loads and has a device, else NULL; a failed probe leaves
 // this thread's last error message as it was (the conversion itself succeeds).
 const kiln_device_interface_t *cuda_interface_if_available() {
@@ -80,10 +87,15 @@ int kiln_buffer_from_dltensor(const DLTensor *t, kiln_buffer_t *out, kiln_dimens
                           "%s: only CPU, CUDA and OpenCL tensors are supported, got device type "
                           "%d (%s)",
                           fn, device_type, device_name(device_type));
-    if (on_device && t->device.device_id != 0)
+    if (device_type == kDLOpenCL && t->device.device_id != 0)
         return kiln_error(kiln_error_device_unavailable,
                           "%s: the %s tensor is on device %d; kiln uses device 0 only", fn,
                           device_name(device_type), static_cast<int>(t->device.device_id));
+    if (device_type == kDLCUDA && t->device.device_id != cuda_device_ordinal())
+        return kiln_error(kiln_error_device_unavailable,
+                          "%s: the CUDA tensor is on device %d; kiln uses CUDA device %d "
+                          "(KILN_CUDA_DEVICE)",
+                          fn, static_cast<int>(t->device.device_id), cuda_device_ordinal());
     if (device_type == kDLOpenCL && t->byte_offset != 0)
         return kiln_error(kiln_error_device_unavailable,
                           "%s: the OpenCL tensor has byte_offset %llu; a cl_mem cannot be offset, "
@@ -188,6 +200,7 @@ int kiln_buffer_to_dltensor(const kiln_buffer_t *b, DLTensor *out, int64_t *shap
             device.device_type = kDLOpenCL;
         } else if (std::strcmp(name, "cuda") == 0) {
             device.device_type = kDLCUDA;
+            device.device_id = cuda_device_ordinal();
         } else {
             return kiln_error(kiln_error_device_unavailable,
                               "%s: the buffer's device interface '%s' has no DLPack device type",

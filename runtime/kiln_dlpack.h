@@ -6,11 +6,11 @@
  * Device tensors: DLTensor.data holds the device handle that kiln_buffer_t.device holds. For
  * kDLOpenCL that is the cl_mem (created in the context of kiln_opencl_device_interface(), or one
  * sharing its device) with byte_offset 0; for kDLCUDA, the device pointer (CUdeviceptr). Both
- * directions use device_id 0 and need non-negative strides (a device copy starts at the element
- * with the lowest address). The handle is borrowed, never owned: do not call
- * kiln_buffer_device_free on an imported OpenCL buffer (that would release the exporter's cl_mem);
- * set its device to 0 when done with it. An imported CUDA buffer is marked not owned, so
- * kiln_buffer_device_free only forgets it. */
+ * directions use device_id 0 (CUDA: the device KILN_CUDA_DEVICE names, default 0) and need
+ * non-negative strides (a device copy starts at the element with the lowest address). The handle is
+ * borrowed, never owned: do not call kiln_buffer_device_free on an imported OpenCL buffer (that
+ * would release the exporter's cl_mem); set its device to 0 when done with it. An imported CUDA
+ * buffer is marked not owned, so kiln_buffer_device_free only forgets it. */
 #ifndef KILN_DLPACK_H
 #define KILN_DLPACK_H
 

@@ -742,6 +742,12 @@ TEST_F(CUDAFake, ACUDATensorFromDLPackIsWrappedOnTheCUDAInterface) {
     // Freeing forgets it: the exporter owns the memory.
     ASSERT_EQ(kiln_buffer_device_free(&b), kiln_success);
     EXPECT_EQ(counters().frees, 0);
+    // A tensor on another device than kiln's is rejected.
+    t.device = {kDLCUDA, 1};
+    EXPECT_EQ(kiln_buffer_from_dltensor(&t, &b, dims, 2), kiln_error_device_unavailable);
+    EXPECT_STREQ(kiln_last_error_message(),
+                 "kiln_buffer_from_dltensor: the CUDA tensor is on device 1; kiln uses CUDA "
+                 "device 0 (KILN_CUDA_DEVICE)");
 }
 
 TEST_F(CUDAFake, ABufferKilnAllocatedGoesToDLPackAsACUDATensor) {
