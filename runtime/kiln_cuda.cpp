@@ -32,6 +32,7 @@ using CUstream = struct CUstream_st *;
 using CUevent = struct CUevent_st *;
 
 constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1;
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
@@ -499,6 +500,14 @@ bool function_used(const Function &f) {
     return f.function != nullptr;
 }
 
+// A failed NVRTC compile, with the kernel and the device it was for.
+int compile_failed(int code, const char *kernel_name, const Context &c) {
+    char message[1024];
+    std::snprintf(message, sizeof(message), "%s", kiln_last_error_message());
+    return kiln_error(code, "kernel '%s' for '%s' (sm_%d): %s", kernel_name, c.name, c.arch,
+                      message);
+}
+
 // Loads the image chosen for the current context's device (the current context is pushed).
 int load_module(State &s, const char *source, size_t size, const char *kernel_name, CUmodule *out) {
     const Context &c = current(s);
@@ -512,15 +521,13 @@ int load_module(State &s, const char *source, size_t size, const char *kernel_na
         image_size = size_t(e.size);
         kind = int(e.kind);
     }
+    const char *source_text = image;
+    size_t source_size = image_size;
     void *compiled = nullptr;
     char *text = nullptr;
     if (kind == kiln_cuda_image_source) {
-        if (int code = kiln_cuda_compile(image, image_size, c.arch, 0, &compiled, &image_size)) {
-            char message[1024];
-            std::snprintf(message, sizeof(message), "%s", kiln_last_error_message());
-            return kiln_error(code, "kernel '%s' for '%s' (sm_%d): %s", kernel_name, c.name, c.arch,
-                              message);
-        }
+        if (int code = kiln_cuda_compile(image, image_size, c.arch, 0, &compiled, &image_size))
+            return compile_failed(code, kernel_name, c);
         image = static_cast<const char *>(compiled);
     } else if (kind == kiln_cuda_image_ptx) {
         // cuModuleLoadData reads PTX up to its NUL, which a bundle need not store.
@@ -533,10 +540,22 @@ int load_module(State &s, const char *source, size_t size, const char *kernel_na
     CUresult err = s.cu.cuModuleLoadData(out, image);
     std::free(compiled);
     std::free(text);
+    const char *loaded =
+        kind == kiln_cuda_image_source ? "PTX from NVRTC" : kind_name(uint32_t(kind));
+    if (err == CUDA_ERROR_UNSUPPORTED_PTX_VERSION && kind == kiln_cuda_image_source) {
+        // NVRTC's PTX is newer than the driver can compile: a cubin needs no driver JIT.
+        void *cubin = nullptr;
+        size_t cubin_size = 0;
+        if (int code = kiln_cuda_compile(source_text, source_size, c.arch, 1, &cubin, &cubin_size))
+            return compile_failed(code, kernel_name, c);
+        err = s.cu.cuModuleLoadData(out, cubin);
+        std::free(cubin);
+        loaded = "cubin from NVRTC";
+    }
     if (err != CUDA_SUCCESS) {
         char context[max_kernel_name + 64];
         std::snprintf(context, sizeof(context), " for kernel '%s' (%s for sm_%d)", kernel_name,
-                      kind_name(uint32_t(kind)), c.arch);
+                      loaded, c.arch);
         return call_failed(s, kiln_error_device_compile, "cuModuleLoadData", err, context);
     }
     return kiln_success;

@@ -543,6 +543,25 @@ TEST_F(CUDAFake, PlainSourceIsCompiledByNVRTCForTheDevice) {
     EXPECT_TRUE(contains(message(), "kiln.cu:2:     p[0] = undeclared_thing;")) << message();
 }
 
+TEST_F(CUDAFake, PTXTooNewForTheDriverFallsBackToACubinFromNVRTC) {
+    void *probe = nullptr;
+    size_t probe_size = 0;
+    const char trivial[] = "extern \"C\" __global__ void probe() {}";
+    int code = kiln_cuda_compile(trivial, sizeof(trivial) - 1, 90, 1, &probe, &probe_size);
+    std::free(probe);
+    if (code == kiln_error_no_device) GTEST_SKIP() << "no NVRTC: " << message();
+    ASSERT_EQ(code, kiln_success) << message();
+    TestBuffer b({16});
+    ASSERT_EQ(kiln_buffer_copy_to_device(&b.b, cuda()), kiln_success) << message();
+    get<FakeCudaSetResult>("fake_cuda_set_module_load_result")(222); // UNSUPPORTED_PTX_VERSION
+    module_load_failures = 1;
+    std::string source = "extern \"C\" __global__ void k(float *p, int n) { p[0] = float(n); }\n";
+    ASSERT_EQ(launch(source, {&b.b}, 16), kiln_success) << message();
+    EXPECT_EQ(counters().module_loads, 2);
+    EXPECT_EQ(last_image().substr(0, 4), "\x7f"
+                                         "ELF");
+}
+
 TEST_F(CUDAFake, AFailingModuleLoadIsACompileErrorWithTheDriversName) {
     TestBuffer b({16});
     ASSERT_EQ(kiln_buffer_copy_to_device(&b.b, cuda()), kiln_success) << message();

@@ -424,7 +424,10 @@ CUresult cuModuleLoadData(void **module, const void *image) {
     const char *text = static_cast<const char *>(image);
     f.last_image.assign(text, strnlen(text, 1 << 20));
     f.counters.module_loads++;
-    if (f.module_load_result) return f.module_load_result;
+    if (int result = f.module_load_result) {
+        f.module_load_result = 0; // the next load only
+        return result;
+    }
     f.modules.push_back(new Module{c, f.last_image});
     *module = f.modules.back();
     return CUDA_SUCCESS;

@@ -35,7 +35,8 @@ extern "C" {
 using FakeCudaReset = void (*)();
 /// Devices and their compute capability.
 using FakeCudaSetDevices = void (*)(int count, int major, int minor);
-/// Results the next calls of cuInit, cuModuleLoadData and cuLaunchKernel return (0: success).
+/// Results the calls of cuInit and cuLaunchKernel return from now on, and the next call of
+/// cuModuleLoadData (0: success).
 using FakeCudaSetResult = void (*)(int result);
 /// The byte sizes of the kernel arguments cuLaunchKernel copies from kernelParams.
 using FakeCudaSetArgSizes = void (*)(const size_t *sizes, int count);
