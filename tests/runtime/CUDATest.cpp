@@ -40,6 +40,9 @@ std::string message() {
 class CacheEnvironment : public ::testing::Environment {
 public:
     void SetUp() override {
+        // A death test's child process inherits its parent's folder and never tears down.
+        const char *inherited = std::getenv("KILN_CACHE_DIR");
+        if (inherited && std::strncmp(inherited, prefix, sizeof(prefix) - 1) == 0) return;
         char pattern[] = "/tmp/kiln_cuda_cache_XXXXXX";
         if (mkdtemp(pattern)) {
             dir = pattern;
@@ -53,6 +56,7 @@ public:
     }
 
 private:
+    static constexpr char prefix[] = "/tmp/kiln_cuda_cache_";
     std::string dir;
 };
 
