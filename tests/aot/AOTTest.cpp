@@ -652,6 +652,12 @@ TEST(AOTCUDA, PlainCProgramLinksWithoutCUDALibraries) {
     CommandResult exe_undefined = run_command(KILN_TEST_NM " -u " + dir / "main");
     EXPECT_THAT(exe_undefined.output, ::testing::Not(HasSubstr("cuda")));
     EXPECT_THAT(exe_undefined.output, ::testing::Not(HasSubstr(" cu")));
+    // Through the fake driver (host memory, launches recorded, nothing computed), the kernel
+    // finds its image in the bundle, loads it and launches: status 0.
+    CommandResult fake =
+        run_command("env KILN_CUDA_DRIVER=" KILN_TEST_FAKE_CUDA_DRIVER " " + dir / "main");
+    ASSERT_EQ(fake.status, 0) << fake.output;
+    EXPECT_THAT(fake.output, HasSubstr("run: 0 wrong: ")) << fake.output;
     CommandResult run = run_command("env -u KILN_CUDA_DRIVER " + dir / "main");
     ASSERT_EQ(run.status, 0) << run.output;
     if (run.output.find("run: 0 ") != std::string::npos) {

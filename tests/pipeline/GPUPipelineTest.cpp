@@ -4,10 +4,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <cmath>
 #include <functional>
 
 #include "tests/pipeline/GPUTestUtil.h"
+#include "tests/runtime/fake_cuda/FakeCudaDriver.h"
 
 // PoCL's own LLVM keeps about 2 MB after its first kernel compile, on its worker thread: not
 // kiln's leak. The suppression covers only the OpenCL implementation's libraries.
@@ -321,6 +324,62 @@ INSTANTIATE_TEST_SUITE_P(On, GPUPipeline, ::testing::Values(GpuApi::OpenCL, GpuA
                          [](const ::testing::TestParamInfo<GpuApi> &info) {
                              return std::string(info.param == GpuApi::CUDA ? "CUDA" : "OpenCL");
                          });
+
+// ---- CUDA host code against the fake driver -------------------------------------------------
+
+// A JIT-compiled CUDA pipeline on the fake driver (runtime/fake_cuda: host memory, launches
+// recorded, nothing computed): the host code copies the input, compiles the printed CUDA C with
+// NVRTC for the device's compute capability (8.6 here), loads it once and launches the kernel
+// with the schedule's grid and block; a second run launches again without loading again.
+TEST(GPUPipelineFakeCUDA, HostCodeLaunchesTheKernelWithItsGridAndBlock) {
+    if (gpu_unavailable(GpuApi::CUDA).empty())
+        GTEST_SKIP() << "a real CUDA device is present; the fake driver would replace it";
+    std::string why;
+    if (!nvrtc_available(&why)) GTEST_SKIP() << "NVRTC cannot be loaded: " << why;
+    void *fake = dlopen(KILN_TEST_FAKE_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(fake, nullptr) << dlerror();
+    auto get = [&](const char *name) { return dlsym(fake, name); };
+    reinterpret_cast<FakeCudaReset>(get("fake_cuda_reset"))();
+    reinterpret_cast<FakeCudaSetDevices>(get("fake_cuda_set_devices"))(1, 8, 6);
+    setenv("KILN_CUDA_DRIVER", KILN_TEST_FAKE_CUDA_DRIVER, 1);
+    kiln_cuda_device_interface()->release(); // forgets the failure to find a real driver
+    const kiln_device_interface_t *cuda = kiln_device_interface(int(GpuApi::CUDA));
+    ASSERT_NE(cuda, nullptr) << kiln_last_error_message();
+    {
+        Buffer<float> in = pattern<float>({37, 11}, "gpu_fake_in");
+        Func out("gpu_fake_out");
+        Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+        out(x, y) = in(x, y) * 2.0f + 1.0f;
+        out.gpu_tile(x, y, xo, yo, xi, yi, 16, 8);
+        CompiledPipeline p = Pipeline(out).compile_jit(Target::host().with_gpu(GpuApi::CUDA));
+        Buffer<float> result({37, 11}, "gpu_fake_result");
+        ASSERT_EQ(p.run({result}), 0) << kiln_last_error_message();
+        ASSERT_EQ(p.run({result}), 0) << kiln_last_error_message();
+        const FakeCudaCounters &c =
+            *reinterpret_cast<FakeCudaCountersFn>(get("fake_cuda_counters"))();
+        EXPECT_EQ(c.launches, 2);
+        EXPECT_EQ(c.module_loads, 1);
+        EXPECT_EQ(c.copies_to_device, 1) << "the input is copied once, the output never";
+        FakeCudaLaunch l = {};
+        ASSERT_TRUE(reinterpret_cast<FakeCudaLastLaunch>(get("fake_cuda_last_launch"))(&l));
+        EXPECT_EQ(std::string(l.name), p.lowered().kernels.at(0).name);
+        EXPECT_EQ((std::vector<unsigned>{l.grid[0], l.grid[1], l.grid[2]}),
+                  (std::vector<unsigned>{3, 2, 1}));
+        EXPECT_EQ((std::vector<unsigned>{l.block[0], l.block[1], l.block[2]}),
+                  (std::vector<unsigned>{16, 8, 1}));
+        std::vector<char> image(1 << 20);
+        size_t n = reinterpret_cast<FakeCudaLastImage>(get("fake_cuda_last_image"))(image.data(),
+                                                                                    image.size());
+        std::string ptx(image.data(), n);
+        EXPECT_NE(ptx.find(".target sm_86"), std::string::npos) << ptx.substr(0, 400);
+        EXPECT_NE(ptx.find(l.name), std::string::npos);
+        result.device_free();
+        in.device_free();
+    }
+    EXPECT_EQ(cuda->release(), 0);
+    unsetenv("KILN_CUDA_DRIVER"); // the next use looks for the real driver again
+    reinterpret_cast<FakeCudaReset>(get("fake_cuda_reset"))();
+}
 
 // ---- Errors --------------------------------------------------------------------------------
 
