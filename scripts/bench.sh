@@ -7,6 +7,8 @@
 #   bash scripts/bench.sh --only matmul   # one workload (matmul, conv2d, blur, blur_u16, softmax)
 #   bash scripts/bench.sh --gpu-pocl      # GPU schedules on OpenCL (PoCL, this CPU) beside the
 #                                         # CPU schedules: a sanity figure, not a GPU measurement
+#   bash scripts/bench.sh --gpu           # CUDA schedules beside cuBLAS, cuDNN and the copy
+#                                         # bandwidth on an NVIDIA GPU (bench/gpu_cuda.cpp)
 #   extra options go to the driver: --rounds N, --threads 1,2, --reps R, --impls kiln,openblas
 #
 # Installs what is missing, builds a Release tree in build-bench/ with -DKILN_BUILD_BENCH=ON, runs
@@ -18,7 +20,7 @@ cd "$(dirname "$0")/.."
 for a in "$@"; do
     case "$a" in
         -h | --help)
-            sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
     esac
@@ -27,8 +29,12 @@ done
 bash scripts/install-deps.sh
 jobs="${KILN_JOBS:-2}"
 gpu_pocl=0
+gpu_cuda=0
 if [ "${1:-}" = "--gpu-pocl" ]; then
     gpu_pocl=1
+    shift
+elif [ "${1:-}" = "--gpu" ]; then
+    gpu_cuda=1
     shift
 fi
 launcher=()
@@ -44,6 +50,10 @@ rm -f build-bench.cmake.log
 if [ "$gpu_pocl" = 1 ]; then
     cmake --build build-bench -j"$jobs" --target kiln_bench_gpu_pocl
     POCL_CACHE_DIR="$(mktemp -d)" exec build-bench/bench/kiln_bench_gpu_pocl "$@"
+fi
+if [ "$gpu_cuda" = 1 ]; then
+    cmake --build build-bench -j"$jobs" --target kiln_bench_gpu_cuda
+    exec build-bench/bench/kiln_bench_gpu_cuda "$@"
 fi
 cmake --build build-bench -j"$jobs" --target bench_openblas bench_onednn bench_halide bench_loops bench_driver
 
