@@ -7,6 +7,7 @@
 // functions per (module, name) in fixed tables. One mutex guards the state and is held through
 // every driver call, with the context pushed on the calling thread for the duration.
 #include "runtime/kiln_cuda_bundle.h"
+#include "runtime/kiln_device_internal.h"
 #include "runtime/kiln_lock.h"
 #include "runtime/kiln_runtime.h"
 
@@ -20,6 +21,8 @@
 // The CUDA names are spelled as in cuda.h.
 // NOLINTBEGIN(readability-identifier-naming)
 namespace {
+
+using namespace kiln_runtime_internal;
 
 /* ---- The driver API subset (values from cuda.h) --------------------------------------------- */
 
@@ -91,7 +94,6 @@ struct Functions {
 constexpr int max_contexts = 16;
 constexpr int max_modules = 128;
 constexpr int max_functions = 256;
-constexpr size_t max_kernel_name = 256;
 
 // A context kiln uses (the primary one, or one from kiln_cuda_set_context) and what kiln keeps
 // per context: the device's properties and kiln's own stream.
@@ -108,9 +110,7 @@ struct Context {
 struct Module {
     CUmodule module;
     CUcontext context;
-    uint64_t hash;
-    size_t size;
-    char *bytes; // a copy (malloc), compared on lookup so a hash collision cannot mix modules
+    CachedBytes source; // the CUDA source or bundle
     uint64_t last_use;
 };
 
@@ -146,11 +146,6 @@ struct State {
 
 // Constant-initialized and never destroyed: buffers may be freed from other static destructors.
 State state;
-
-using kiln_runtime_internal::choose_cuda_image;
-using kiln_runtime_internal::cuda_image_kind_name;
-using kiln_runtime_internal::is_cuda_bundle;
-using kiln_runtime_internal::Lock;
 
 extern const kiln_device_interface_t cuda_interface;
 
@@ -193,12 +188,6 @@ int call_failed(State &s, int code, const char *call, CUresult err, const char *
 
 /* ---- Loading the driver and choosing the device (mutex held) -------------------------------- */
 
-int remember_failure(State &s, int code) {
-    s.failure_code = code;
-    std::snprintf(s.failure, sizeof(s.failure), "%s", kiln_last_error_message());
-    return code;
-}
-
 const char *driver_path() {
     const char *custom = std::getenv("KILN_CUDA_DRIVER");
     return custom && *custom ? custom : "libcuda.so.1";
@@ -214,23 +203,18 @@ int load_library(State &s) {
         s.library = nullptr;
         s.cu = Functions{};
     }
-    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!library) {
-        const char *why = dlerror();
+    char why[1024]; // error messages are cut at 1023 bytes anyway
+    void *library = kiln_internal_open_library(path, why, sizeof(why));
+    if (!library)
         return kiln_error(kiln_error_no_device,
                           "no CUDA driver: cannot load %s (%s); install the NVIDIA driver, or set "
                           "KILN_CUDA_DRIVER to the path of libcuda.so.1",
-                          path, why ? why : "unknown reason");
-    }
+                          path, why);
     Functions cu = {};
     const char *missing = nullptr;
-    // NOLINTBEGIN(bugprone-macro-parentheses): params is a parameter list
-#define KILN_RESOLVE(name, symbol, result, params)                                                 \
-    cu.name = reinterpret_cast<result(*) params>(dlsym(library, symbol));                          \
-    if (!cu.name && !missing) missing = symbol;
+#define KILN_RESOLVE(name, symbol, result, params) resolve(library, symbol, &cu.name, &missing);
     KILN_CUDA_FUNCTIONS(KILN_RESOLVE)
 #undef KILN_RESOLVE
-    // NOLINTEND(bugprone-macro-parentheses)
     if (missing) {
         dlclose(library);
         return kiln_error(kiln_error_no_device, "the CUDA driver %s has no function %s", path,
@@ -375,15 +359,6 @@ CUstream current_stream(State &s) {
 
 /* ---- Images and modules (mutex held) -------------------------------------------------------- */
 
-uint64_t fnv1a(const char *data, size_t size) {
-    uint64_t h = 14695981039346656037ull;
-    for (size_t i = 0; i < size; i++) {
-        h ^= uint8_t(data[i]);
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 void release_function(State &s, int i) {
     s.functions[i] = Function{};
 }
@@ -397,20 +372,8 @@ void release_module(State &s, int i) {
         ContextScope scope(s, m.context);
         if (scope.result == CUDA_SUCCESS) s.cu.cuModuleUnload(m.module);
     }
-    std::free(m.bytes);
+    std::free(m.source.bytes);
     m = Module{};
-}
-
-// A free slot, or the least recently used one after emptying it.
-template <typename Entry, int N, typename Release>
-int free_slot(State &s, Entry (&table)[N], bool (*used)(const Entry &), Release release) {
-    int oldest = 0;
-    for (int i = 0; i < N; i++) {
-        if (!used(table[i])) return i;
-        if (table[i].last_use < table[oldest].last_use) oldest = i;
-    }
-    release(s, oldest);
-    return oldest;
 }
 
 bool module_used(const Module &m) {
@@ -435,9 +398,10 @@ int load_module(State &s, const char *source, size_t size, const char *kernel_na
     const char *image = source;
     size_t image_size = size;
     int kind = kiln_cuda_image_source;
-    if (is_cuda_bundle(source, size)) {
+    if (kiln_internal_is_cuda_bundle(source, size)) {
         kiln_cuda_bundle_entry_t e;
-        if (int code = choose_cuda_image(source, size, c.arch, c.name, kernel_name, &e))
+        if (int code =
+                kiln_internal_choose_cuda_image(source, size, c.arch, c.name, kernel_name, &e))
             return code;
         image = source + e.offset;
         image_size = size_t(e.size);
@@ -462,8 +426,9 @@ int load_module(State &s, const char *source, size_t size, const char *kernel_na
     CUresult err = s.cu.cuModuleLoadData(out, image);
     std::free(compiled);
     std::free(text);
-    const char *loaded =
-        kind == kiln_cuda_image_source ? "PTX from NVRTC" : cuda_image_kind_name(uint32_t(kind));
+    const char *loaded = kind == kiln_cuda_image_source
+                             ? "PTX from NVRTC"
+                             : kiln_internal_cuda_image_kind_name(uint32_t(kind));
     if (err == CUDA_ERROR_UNSUPPORTED_PTX_VERSION && kind == kiln_cuda_image_source) {
         // NVRTC's PTX is newer than the driver can compile: a cubin needs no driver JIT.
         void *cubin = nullptr;
@@ -484,46 +449,37 @@ int load_module(State &s, const char *source, size_t size, const char *kernel_na
 }
 
 int find_module(State &s, const char *source, size_t size, const char *kernel_name, int *index) {
-    uint64_t hash = fnv1a(source, size);
+    uint64_t hash = kiln_internal_fnv1a(source, size);
     CUcontext context = current(s).context;
-    for (int i = 0; i < max_modules; i++) {
-        const Module &m = s.modules[i];
-        if (m.module && m.context == context && m.hash == hash && m.size == size &&
-            std::memcmp(m.bytes, source, size) == 0) {
-            s.modules[i].last_use = ++s.clock;
-            *index = i;
-            return kiln_success;
-        }
-    }
-    char *copy = static_cast<char *>(std::malloc(size ? size : 1));
+    *index = find_entry(s.modules, &s.clock, [&](const Module &m) {
+        return module_used(m) && m.context == context &&
+               kiln_internal_same_bytes(m.source, hash, source, size);
+    });
+    if (*index >= 0) return kiln_success;
+    char *copy = kiln_internal_copy_bytes(source, size);
     if (!copy) return kiln_error(kiln_error_out_of_memory, "cuda: out of memory caching a module");
-    std::memcpy(copy, source, size);
     CUmodule module = nullptr;
     if (int code = load_module(s, source, size, kernel_name, &module)) {
         std::free(copy);
         return code;
     }
     int i = free_slot(s, s.modules, module_used, release_module);
-    s.modules[i] = Module{module, context, hash, size, copy, ++s.clock};
+    s.modules[i] = Module{module, context, {hash, size, copy}, ++s.clock};
     *index = i;
     return kiln_success;
 }
 
 int find_function(State &s, const char *source, size_t size, const char *name, CUfunction *out) {
-    size_t name_length = std::strlen(name);
-    if (name_length >= max_kernel_name)
-        return kiln_error(kiln_error_internal,
-                          "cuda: kernel name '%.40s...' has %zu bytes; at most %zu are supported",
-                          name, name_length, max_kernel_name - 1);
+    size_t name_length = 0;
+    if (int code = kiln_internal_check_kernel_name("cuda", name, &name_length)) return code;
     int module = 0;
     if (int code = find_module(s, source, size, name, &module)) return code;
-    for (int i = 0; i < max_functions; i++) {
-        Function &f = s.functions[i];
-        if (f.function && f.module == module && std::strcmp(f.name, name) == 0) {
-            f.last_use = ++s.clock;
-            *out = f.function;
-            return kiln_success;
-        }
+    int found = find_entry(s.functions, &s.clock, [&](const Function &f) {
+        return function_used(f) && f.module == module && std::strcmp(f.name, name) == 0;
+    });
+    if (found >= 0) {
+        *out = s.functions[found].function;
+        return kiln_success;
     }
     CUfunction function = nullptr;
     CUresult err = s.cu.cuModuleGetFunction(&function, s.modules[module].module, name);
@@ -543,80 +499,6 @@ int find_function(State &s, const char *source, size_t size, const char *name, C
 }
 
 /* ---- Buffers -------------------------------------------------------------------------------- */
-
-// The device copy is the bytes from b->host on, so every stride must be non-negative.
-int check_strides(const char *fn, const kiln_buffer_t *b) {
-    if (b->dimensions > 0 && !b->dim)
-        return kiln_error(kiln_error_bad_dimensions,
-                          "%s: the buffer has %d dimensions but a null dim array", fn,
-                          b->dimensions);
-    if (b->dimensions > 64)
-        return kiln_error(kiln_error_bad_dimensions,
-                          "%s: a buffer with %d dimensions cannot be copied (at most 64)", fn,
-                          b->dimensions);
-    for (int i = 0; i < b->dimensions; i++) {
-        if (b->dim[i].stride < 0 && b->dim[i].extent > 1)
-            return kiln_error(kiln_error_bad_stride,
-                              "%s: dimension %d of the buffer has stride %d; device copies need "
-                              "non-negative strides",
-                              fn, i, b->dim[i].stride);
-    }
-    return kiln_success;
-}
-
-// Calls visit(byte_offset, bytes) for each contiguous run of b's elements, in address order of
-// the outer dimensions' odometer; a dense buffer is one run of its whole span.
-template <typename Visit>
-int for_each_run(const kiln_buffer_t *b, size_t span, Visit visit) {
-    size_t element_bytes = size_t((b->type.bits + 7) / 8) * b->type.lanes;
-    int64_t run_elements = 1;
-    int first_outer = 0;
-    while (first_outer < b->dimensions) {
-        const kiln_dimension_t &d = b->dim[first_outer];
-        if (d.extent != 1 && d.stride != run_elements) break;
-        run_elements *= d.extent;
-        first_outer++;
-    }
-    size_t run_bytes = size_t(run_elements) * element_bytes;
-    if (first_outer == b->dimensions || run_bytes == span) return visit(size_t(0), span);
-    int32_t index[64] = {};
-    while (true) {
-        int64_t offset = 0;
-        for (int d = first_outer; d < b->dimensions; d++)
-            offset += int64_t(index[d]) * b->dim[d].stride;
-        if (int code = visit(size_t(offset) * element_bytes, run_bytes)) return code;
-        int d = first_outer;
-        while (d < b->dimensions && ++index[d] == b->dim[d].extent) {
-            index[d] = 0;
-            d++;
-        }
-        if (d == b->dimensions) return kiln_success;
-    }
-}
-
-bool is_dense(const kiln_buffer_t *b, size_t span) {
-    bool dense = false;
-    for_each_run(b, span, [&](size_t, size_t bytes) {
-        dense = bytes == span;
-        return 1; // the first run decides
-    });
-    return dense;
-}
-
-int check_buffer(const char *fn, const kiln_buffer_t *b) {
-    if (!b) return kiln_error(kiln_error_buffer_argument_null, "%s: the buffer is null", fn);
-    if (!b->host)
-        return kiln_error(kiln_error_buffer_argument_null,
-                          "%s: the buffer has no host memory (host is null)", fn);
-    if (!b->device)
-        return kiln_error(kiln_error_device_unavailable, "%s: the buffer has no device copy", fn);
-    if (b->device_interface != &cuda_interface)
-        return kiln_error(
-            kiln_error_device_unavailable,
-            "%s: the buffer's device copy is not a CUDA buffer (interface '%s')", fn,
-            b->device_interface && b->device_interface->name ? b->device_interface->name : "none");
-    return check_strides(fn, b);
-}
 
 int synchronize_stream(State &s, CUstream stream) {
     CUresult err = s.cu.cuStreamSynchronize(stream);
@@ -643,7 +525,7 @@ int copy_to_device_runs(State &s, kiln_buffer_t *b, size_t span, CUstream stream
 // Device -> host: a dense buffer lands in place; otherwise the span comes into a temporary and
 // only the elements are scattered, so host bytes between rows (another buffer's) stay untouched.
 int copy_to_host_runs(State &s, kiln_buffer_t *b, size_t span, CUstream stream) {
-    bool dense = is_dense(b, span);
+    bool dense = kiln_internal_is_dense(b, span);
     uint8_t *target = dense ? b->host : static_cast<uint8_t *>(std::malloc(span));
     if (!target)
         return kiln_error(kiln_error_out_of_memory,
@@ -666,7 +548,8 @@ int copy_to_host_runs(State &s, kiln_buffer_t *b, size_t span, CUstream stream) 
 
 int copy(kiln_buffer_t *b, bool to_device) {
     const char *fn = to_device ? "cuda copy_to_device" : "cuda copy_to_host";
-    if (int code = check_buffer(fn, b)) return code;
+    if (int code = kiln_internal_check_copy(fn, b, &cuda_interface, "a CUDA buffer", true))
+        return code;
     size_t span = kiln_buffer_size_in_bytes(b);
     if (span == 0) return kiln_success;
     State &s = state;
@@ -683,12 +566,7 @@ int copy(kiln_buffer_t *b, bool to_device) {
 /* ---- The interface -------------------------------------------------------------------------- */
 
 int cuda_device_malloc(kiln_buffer_t *b) {
-    const char *fn = "cuda device_malloc";
-    if (!b) return kiln_error(kiln_error_buffer_argument_null, "%s: the buffer is null", fn);
-    if (b->device)
-        return kiln_error(kiln_error_device_unavailable,
-                          "%s: the buffer already has a device copy; free it first", fn);
-    if (int code = check_strides(fn, b)) return code;
+    if (int code = kiln_internal_check_malloc("cuda device_malloc", b, true)) return code;
     State &s = state;
     Lock lock(s.mutex);
     if (int code = ensure_initialized(s)) return code;
@@ -717,12 +595,7 @@ void forget_device(kiln_buffer_t *b) {
 }
 
 int cuda_device_free(kiln_buffer_t *b) {
-    const char *fn = "cuda device_free";
-    if (!b) return kiln_error(kiln_error_buffer_argument_null, "%s: the buffer is null", fn);
-    if (b->device && b->device_interface && b->device_interface != &cuda_interface)
-        return kiln_error(kiln_error_device_unavailable,
-                          "%s: the buffer's device copy belongs to interface '%s'", fn,
-                          b->device_interface->name ? b->device_interface->name : "<unnamed>");
+    if (int code = kiln_internal_check_free("cuda device_free", b, &cuda_interface)) return code;
     // A handle without an interface, or a wrapped one, is not kiln's to free.
     if (!b->device || !b->device_interface || (b->flags & kiln_buffer_flag_device_not_owned)) {
         forget_device(b);
@@ -754,24 +627,12 @@ int cuda_run(const char *source, size_t source_size, const char *kernel_name,
              const int32_t blocks[3], const int32_t threads[3], int32_t num_args, void **args,
              const size_t *arg_sizes, const int8_t *arg_is_buffer) {
     const char *fn = "cuda run";
-    if (!source || !kernel_name || !blocks || !threads)
-        return kiln_error(kiln_error_internal, "%s: null source, kernel name, blocks or threads",
-                          fn);
-    if (num_args < 0 || (num_args > 0 && (!args || !arg_sizes || !arg_is_buffer)))
-        return kiln_error(kiln_error_internal,
-                          "%s: kernel '%s': %d arguments with a null args, arg_sizes or "
-                          "arg_is_buffer array",
-                          fn, kernel_name, num_args);
-    int64_t per_block = 1;
-    for (int i = 0; i < 3; i++) {
-        if (threads[i] < 1 || blocks[i] < 0)
-            return kiln_error(kiln_error_internal,
-                              "%s: kernel '%s': blocks[%d] = %d and threads[%d] = %d; blocks must "
-                              "be >= 0 and threads >= 1",
-                              fn, kernel_name, i, blocks[i], i, threads[i]);
-        if (blocks[i] == 0) return kiln_success;
-        per_block *= threads[i];
-    }
+    bool empty = false;
+    if (int code = kiln_internal_check_launch(fn, source, kernel_name, blocks, threads, num_args,
+                                              args, arg_sizes, arg_is_buffer, &empty))
+        return code;
+    if (empty) return kiln_success;
+    int64_t per_block = int64_t(threads[0]) * threads[1] * threads[2];
     // The argument values: a buffer's CUdeviceptr is passed by value, a scalar as it is.
     CUdeviceptr *pointers =
         static_cast<CUdeviceptr *>(std::malloc(sizeof(CUdeviceptr) * size_t(num_args + 1)));
@@ -788,14 +649,13 @@ int cuda_run(const char *source, size_t source_size, const char *kernel_name,
                           num_args);
     for (int32_t i = 0; i < num_args; i++) {
         if (arg_is_buffer[i]) {
-            const kiln_buffer_t *b =
-                args[i] ? *static_cast<kiln_buffer_t *const *>(args[i]) : nullptr;
-            if (!b || !b->device || b->device_interface != &cuda_interface)
-                return kiln_error(kiln_error_device_unavailable, "kernel '%s' argument %d: %s",
-                                  kernel_name, i,
-                                  !b ? "the buffer is null"
-                                     : "the buffer has no CUDA device copy (copy it to the "
-                                       "device on the CUDA interface first)");
+            const kiln_buffer_t *b = nullptr;
+            if (int code = kiln_internal_buffer_argument(
+                    kernel_name, i, args[i], &cuda_interface,
+                    "the buffer has no CUDA device copy (copy it to the "
+                    "device on the CUDA interface first)",
+                    &b))
+                return code;
             pointers[i] = CUdeviceptr(b->device);
             params[i] = &pointers[i];
         } else {
@@ -955,7 +815,7 @@ int kiln_cuda_wrap_device_pointer(kiln_buffer_t *b, uint64_t cu_deviceptr) {
     if (b->device)
         return kiln_error(kiln_error_device_unavailable,
                           "%s: the buffer already has a device copy; free or detach it first", fn);
-    if (int code = check_strides(fn, b)) return code;
+    if (int code = kiln_internal_check_strides(fn, b, true)) return code;
     b->device = cu_deviceptr;
     b->device_interface = &cuda_interface;
     b->flags |= kiln_buffer_flag_device_not_owned;
@@ -967,13 +827,11 @@ int kiln_cuda_detach_device_pointer(kiln_buffer_t *b) {
     if (!b) return kiln_error(kiln_error_buffer_argument_null, "%s: the buffer is null", fn);
     if (!b->device) return kiln_success;
     if (b->device_interface != &cuda_interface || !(b->flags & kiln_buffer_flag_device_not_owned))
-        return kiln_error(
-            kiln_error_device_unavailable,
-            "%s: the buffer's device copy is not a wrapped CUDA pointer (interface "
-            "'%s'%s); free it with kiln_buffer_device_free",
-            fn,
-            b->device_interface && b->device_interface->name ? b->device_interface->name : "none",
-            b->device_interface == &cuda_interface ? ", owned by kiln" : "");
+        return kiln_error(kiln_error_device_unavailable,
+                          "%s: the buffer's device copy is not a wrapped CUDA pointer (interface "
+                          "'%s'%s); free it with kiln_buffer_device_free",
+                          fn, kiln_internal_interface_name(b, "none"),
+                          b->device_interface == &cuda_interface ? ", owned by kiln" : "");
     forget_device(b);
     return kiln_success;
 }

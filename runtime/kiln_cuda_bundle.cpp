@@ -8,7 +8,7 @@
 
 namespace kiln_runtime_internal {
 
-const char *cuda_image_kind_name(uint32_t kind) {
+const char *kiln_internal_cuda_image_kind_name(uint32_t kind) {
     switch (kind) {
     case kiln_cuda_image_source:
         return "source";
@@ -21,13 +21,14 @@ const char *cuda_image_kind_name(uint32_t kind) {
     }
 }
 
-bool is_cuda_bundle(const char *data, size_t size) {
+bool kiln_internal_is_cuda_bundle(const char *data, size_t size) {
     size_t magic = sizeof(KILN_CUDA_BUNDLE_MAGIC) - 1;
     return size >= magic && std::memcmp(data, KILN_CUDA_BUNDLE_MAGIC, magic) == 0;
 }
 
-int choose_cuda_image(const char *bundle, size_t size, int arch, const char *device_name,
-                      const char *kernel_name, kiln_cuda_bundle_entry_t *chosen) {
+int kiln_internal_choose_cuda_image(const char *bundle, size_t size, int arch,
+                                    const char *device_name, const char *kernel_name,
+                                    kiln_cuda_bundle_entry_t *chosen) {
     const size_t header = sizeof(KILN_CUDA_BUNDLE_MAGIC) - 1 + 8;
     uint32_t count = 0, reserved = 0;
     if (size < header)
@@ -62,7 +63,8 @@ int choose_cuda_image(const char *bundle, size_t size, int arch, const char *dev
                 e.kind == kiln_cuda_image_source
                     ? std::snprintf(held + used, sizeof(held) - used, "%ssource", used ? ", " : "")
                     : std::snprintf(held + used, sizeof(held) - used, "%s%s sm_%u",
-                                    used ? ", " : "", cuda_image_kind_name(e.kind), e.arch);
+                                    used ? ", " : "", kiln_internal_cuda_image_kind_name(e.kind),
+                                    e.arch);
             if (n > 0) used += size_t(n);
         }
         uint32_t a = e.arch;

@@ -4,6 +4,7 @@
 // on-disk cache, because a compile costs a few hundred milliseconds per kernel and process. The
 // options are the compiler's (codegen/NVRTC.cpp), so a kernel means the same whether it was
 // compiled ahead of time or here.
+#include "runtime/kiln_device_internal.h"
 #include "runtime/kiln_lock.h"
 #include "runtime/kiln_runtime.h"
 
@@ -20,6 +21,8 @@
 
 // NOLINTBEGIN(readability-identifier-naming): NVRTC's names
 namespace {
+
+using namespace kiln_runtime_internal;
 
 using nvrtcResult = int;
 using nvrtcProgram = struct kiln_runtime_nvrtc_program *;
@@ -56,8 +59,6 @@ struct State {
 
 State state;
 
-using kiln_runtime_internal::Lock;
-
 // The program name NVRTC puts in its log ("kiln.cu(12): error: ...").
 constexpr char program_name[] = "kiln.cu";
 
@@ -74,22 +75,17 @@ int load_nvrtc(State &s) {
     const char *loaded = nullptr;
     char first_error[256] = "";
     if (custom && *custom) {
-        library = dlopen(custom, RTLD_NOW | RTLD_LOCAL);
+        char why[1024]; // error messages are cut at 1023 bytes anyway
+        library = kiln_internal_open_library(custom, why, sizeof(why));
         loaded = custom;
-        if (!library) {
-            const char *why = dlerror();
+        if (!library)
             return kiln_error(kiln_error_no_device,
-                              "cuda: cannot load NVRTC from KILN_NVRTC=%s (%s)", custom,
-                              why ? why : "unknown reason");
-        }
+                              "cuda: cannot load NVRTC from KILN_NVRTC=%s (%s)", custom, why);
     }
     for (size_t i = 0; !library && i < sizeof(names) / sizeof(names[0]); i++) {
-        library = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        library = kiln_internal_open_library(names[i], i == 0 ? first_error : nullptr,
+                                             sizeof(first_error));
         loaded = names[i];
-        if (!library && i == 0) {
-            const char *why = dlerror();
-            std::snprintf(first_error, sizeof(first_error), "%s", why ? why : "unknown reason");
-        }
     }
     if (!library)
         return kiln_error(kiln_error_no_device,
@@ -99,13 +95,9 @@ int load_nvrtc(State &s) {
                           first_error);
     Functions f = {};
     const char *missing = nullptr;
-    // NOLINTBEGIN(bugprone-macro-parentheses): params is a parameter list
-#define KILN_RESOLVE(name, result, params)                                                         \
-    f.name = reinterpret_cast<result(*) params>(dlsym(library, #name));                            \
-    if (!f.name && !missing) missing = #name;
+#define KILN_RESOLVE(name, result, params) resolve(library, #name, &f.name, &missing);
     KILN_NVRTC_FUNCTIONS(KILN_RESOLVE)
 #undef KILN_RESOLVE
-    // NOLINTEND(bugprone-macro-parentheses)
     if (missing) {
         dlclose(library);
         return kiln_error(kiln_error_no_device, "cuda: the NVRTC library %s has no function %s",
@@ -119,15 +111,6 @@ int load_nvrtc(State &s) {
 }
 
 /* ---- The disk cache ------------------------------------------------------------------------- */
-
-uint64_t fnv1a(uint64_t h, const void *data, size_t size) {
-    const uint8_t *bytes = static_cast<const uint8_t *>(data);
-    for (size_t i = 0; i < size; i++) {
-        h ^= bytes[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
 
 // mkdir -p; false when the folder cannot be made.
 bool make_directories(char *path) {
@@ -161,10 +144,10 @@ bool cache_file(char *out, size_t size, const char *source, size_t source_size, 
                 int want_cubin, int major, int minor) {
     char dir[3072];
     if (!cache_directory(dir, sizeof(dir))) return false;
-    uint64_t h = fnv1a(14695981039346656037ull, source, source_size);
+    uint64_t h = kiln_internal_fnv1a(source, source_size);
     const int key[4] = {arch, want_cubin, major, minor};
-    h = fnv1a(h, key, sizeof(key));
-    h = fnv1a(h, &source_size, sizeof(source_size));
+    h = kiln_internal_fnv1a(key, sizeof(key), h);
+    h = kiln_internal_fnv1a(&source_size, sizeof(source_size), h);
     int n = std::snprintf(out, size, "%s/%016llx-sm_%d-nvrtc%d.%d.%s", dir,
                           static_cast<unsigned long long>(h), arch, major, minor,
                           want_cubin ? "cubin" : "ptx");
@@ -220,43 +203,18 @@ void write_cached(const char *path, const void *image, size_t size) {
 
 /* ---- Compiling ------------------------------------------------------------------------------ */
 
-// Appends "kiln.cu:N: <line>" for each distinct line (up to 4) the log names as "kiln.cu(N)".
-void quote_lines(const char *log, const char *source, size_t source_size, char *out,
-                 size_t capacity) {
-    out[0] = '\0';
-    long lines[4];
-    int count = 0;
+// The distinct lines (up to 4) the log names as "kiln.cu(N)".
+LogLines log_lines(const char *log) {
+    LogLines found = {};
     size_t prefix = sizeof(program_name) - 1;
-    for (const char *p = std::strstr(log, program_name); p && count < 4;
+    for (const char *p = std::strstr(log, program_name); p && !found.full();
          p = std::strstr(p + 1, program_name)) {
         if (p[prefix] != '(') continue;
         char *end = nullptr;
         long line = std::strtol(p + prefix + 1, &end, 10);
-        if (!end || *end != ')' || line < 1) continue;
-        bool seen = false;
-        for (int k = 0; k < count; k++)
-            seen = seen || lines[k] == line;
-        if (!seen) lines[count++] = line;
+        if (end && *end == ')') found.add(line);
     }
-    size_t used = 0;
-    for (int k = 0; k < count; k++) {
-        long current = 1;
-        size_t start = 0;
-        while (start < source_size && current < lines[k]) {
-            if (source[start] == '\n') current++;
-            start++;
-        }
-        if (current != lines[k]) continue;
-        size_t end = start;
-        while (end < source_size && source[end] != '\n' && source[end] != '\r')
-            end++;
-        int length = int(end - start > 200 ? 200 : end - start);
-        int written = std::snprintf(out + used, capacity - used, "  %s:%ld: %.*s\n", program_name,
-                                    lines[k], length, source + start);
-        if (written < 0) break;
-        used += size_t(written);
-        if (used >= capacity) return;
-    }
+    return found;
 }
 
 int compile_failed(State &s, nvrtcProgram program, nvrtcResult r, const char *source,
@@ -269,9 +227,9 @@ int compile_failed(State &s, nvrtcProgram program, nvrtcResult r, const char *so
         if (log) log[log_size] = '\0';
     }
     const char *shown = log ? log : "";
-    // The quoted lines come before the log: messages are cut at 1023 bytes.
     char lines[600];
-    quote_lines(shown, source, source_size, lines, sizeof(lines));
+    kiln_internal_quote_lines(log_lines(shown), source, source_size, "  kiln.cu", lines,
+                              sizeof(lines));
     int code = kiln_error(
         kiln_error_device_compile,
         "cuda: nvrtc could not compile the kernel source for %s (%s)\n%s%slog:\n%s",

@@ -5,6 +5,7 @@
 // and kernels per (program, name) in fixed tables, because a build costs hundreds of milliseconds
 // (PoCL runs its own LLVM). One mutex guards the state; clSetKernelArg and clEnqueueNDRangeKernel
 // run under it, because a cl_kernel's arguments are shared by every thread that launches it.
+#include "runtime/kiln_device_internal.h"
 #include "runtime/kiln_lock.h"
 #include "runtime/kiln_runtime.h"
 
@@ -18,6 +19,8 @@
 // The OpenCL names are spelled as in CL/cl.h.
 // NOLINTBEGIN(readability-identifier-naming)
 namespace {
+
+using namespace kiln_runtime_internal;
 
 /* ---- The OpenCL subset (values from the Khronos CL/cl.h) ------------------------------------ */
 
@@ -197,13 +200,10 @@ constexpr int max_platforms = 16;
 constexpr int max_devices = 16;
 constexpr int max_programs = 256;
 constexpr int max_kernels = 256;
-constexpr size_t max_kernel_name = 256;
 
 struct Program {
     cl_program program;
-    uint64_t hash;
-    size_t size;
-    char *source; // a copy (malloc), compared on lookup so a hash collision cannot mix programs
+    CachedBytes source;
     uint64_t last_use;
 };
 
@@ -243,8 +243,6 @@ struct State {
 // and the driver is never unloaded (PoCL does not survive being loaded twice).
 State state;
 
-using kiln_runtime_internal::Lock;
-
 extern const kiln_device_interface_t opencl_interface;
 
 // Records an API failure: "clEnqueueNDRangeKernel failed: CL_INVALID_WORK_GROUP_SIZE (-54)".
@@ -253,12 +251,6 @@ int call_failed(int code, const char *call, cl_int err, const char *context = ""
 }
 
 /* ---- Loading the driver and choosing the device (mutex held) -------------------------------- */
-
-int remember_failure(State &s, int code) {
-    s.failure_code = code;
-    std::snprintf(s.failure, sizeof(s.failure), "%s", kiln_last_error_message());
-    return code;
-}
 
 int load_library(State &s) {
     if (s.library) return kiln_success;
@@ -272,13 +264,9 @@ int load_library(State &s) {
     }
     char first_error[256] = "";
     void *library = nullptr;
-    for (int i = 0; i < count && !library; i++) {
-        library = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (!library && i == 0) {
-            const char *why = dlerror();
-            std::snprintf(first_error, sizeof(first_error), "%s", why ? why : "unknown reason");
-        }
-    }
+    for (int i = 0; i < count && !library; i++)
+        library = kiln_internal_open_library(names[i], i == 0 ? first_error : nullptr,
+                                             sizeof(first_error));
     if (!library)
         return kiln_error(kiln_error_no_device,
                           "no OpenCL driver: cannot load %s%s (%s); install an OpenCL ICD loader "
@@ -286,13 +274,9 @@ int load_library(State &s) {
                           names[0], count == 2 ? " or libOpenCL.so" : "", first_error);
     Functions cl = {};
     const char *missing = nullptr;
-    // NOLINTBEGIN(bugprone-macro-parentheses): params is a parameter list
-#define KILN_RESOLVE(name, result, params)                                                         \
-    cl.name = reinterpret_cast<result(*) params>(dlsym(library, #name));                           \
-    if (!cl.name && !missing) missing = #name;
+#define KILN_RESOLVE(name, result, params) resolve(library, #name, &cl.name, &missing);
     KILN_OPENCL_FUNCTIONS(KILN_RESOLVE)
 #undef KILN_RESOLVE
-    // NOLINTEND(bugprone-macro-parentheses)
     if (missing) {
         dlclose(library);
         return kiln_error(kiln_error_no_device, "the OpenCL library %s has no function %s",
@@ -450,15 +434,6 @@ int ensure_initialized(State &s) {
 
 /* ---- Programs and kernels (mutex held) ------------------------------------------------------ */
 
-uint64_t fnv1a(const char *data, size_t size) {
-    uint64_t h = 14695981039346656037ull;
-    for (size_t i = 0; i < size; i++) {
-        h ^= uint8_t(data[i]);
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 bool is_digit(char c) {
     return c >= '0' && c <= '9';
 }
@@ -511,41 +486,15 @@ char *rewrite_log(const char *log, size_t length) {
     return out;
 }
 
-// Appends "<kernel source>:LINE: text" for each distinct line (up to 4) the log points at.
-size_t quote_lines(const char *log, const char *source, size_t source_size, char *out,
-                   size_t capacity) {
-    long lines[4];
-    int line_count = 0;
+// The distinct lines (up to 4) the log points at.
+LogLines log_lines(const char *log) {
+    LogLines found = {};
     size_t log_length = std::strlen(log);
-    for (size_t i = 0; i < log_length && line_count < 4; i++) {
+    for (size_t i = 0; i < log_length && !found.full(); i++) {
         long line = 0;
-        if (!location_at(log, i, log_length, &line) || line < 1) continue;
-        bool seen = false;
-        for (int k = 0; k < line_count; k++)
-            seen = seen || lines[k] == line;
-        if (!seen) lines[line_count++] = line;
+        if (location_at(log, i, log_length, &line)) found.add(line);
     }
-    size_t used = 0;
-    for (int k = 0; k < line_count; k++) {
-        // Find the line in the source (which need not end with a NUL).
-        long current = 1;
-        size_t start = 0;
-        while (start < source_size && current < lines[k]) {
-            if (source[start] == '\n') current++;
-            start++;
-        }
-        if (current != lines[k]) continue;
-        size_t end = start;
-        while (end < source_size && source[end] != '\n' && source[end] != '\r')
-            end++;
-        int length = int(end - start > 200 ? 200 : end - start);
-        int written = std::snprintf(out + used, capacity - used, "<kernel source>:%ld: %.*s\n",
-                                    lines[k], length, source + start);
-        if (written < 0) break;
-        used += size_t(written);
-        if (used >= capacity) return capacity - 1;
-    }
-    return used;
+    return found;
 }
 
 int build_failed(State &s, cl_program program, cl_int err, const char *source, size_t source_size,
@@ -563,9 +512,9 @@ int build_failed(State &s, cl_program program, cl_int err, const char *source, s
     }
     char *rewritten = log ? rewrite_log(log, std::strlen(log)) : nullptr;
     const char *shown = rewritten ? rewritten : (log ? log : "");
-    // The quoted lines come before the log: messages are cut at 1023 bytes.
-    char lines[512] = "";
-    quote_lines(shown, source, source_size, lines, sizeof(lines));
+    char lines[512];
+    kiln_internal_quote_lines(log_lines(shown), source, source_size, "<kernel source>", lines,
+                              sizeof(lines));
     int code = kiln_error(kiln_error_device_compile,
                           "the OpenCL program of kernel '%s' failed to build on '%s' "
                           "(clBuildProgram: %s (%d))\n%sbuild log:\n%s",
@@ -586,21 +535,8 @@ void release_program(State &s, int i) {
         if (s.kernels[k].kernel && s.kernels[k].program == i) release_kernel(s, k);
     }
     if (s.programs[i].program) s.cl.clReleaseProgram(s.programs[i].program);
-    std::free(s.programs[i].source);
+    std::free(s.programs[i].source.bytes);
     s.programs[i] = Program{};
-}
-
-// A free slot, or the least recently used one after emptying it. Tables of 256 entries hold far
-// more kernels than a process runs at once; evicting costs only a rebuild.
-template <typename Entry, int N, typename Release>
-int free_slot(State &s, Entry (&table)[N], bool (*used)(const Entry &), Release release) {
-    int oldest = 0;
-    for (int i = 0; i < N; i++) {
-        if (!used(table[i])) return i;
-        if (table[i].last_use < table[oldest].last_use) oldest = i;
-    }
-    release(s, oldest);
-    return oldest;
 }
 
 bool program_used(const Program &p) {
@@ -612,16 +548,11 @@ bool kernel_used(const Kernel &k) {
 }
 
 int find_program(State &s, const char *source, size_t size, const char *kernel_name, int *index) {
-    uint64_t hash = fnv1a(source, size);
-    for (int i = 0; i < max_programs; i++) {
-        const Program &p = s.programs[i];
-        if (p.program && p.hash == hash && p.size == size &&
-            std::memcmp(p.source, source, size) == 0) {
-            s.programs[i].last_use = ++s.clock;
-            *index = i;
-            return kiln_success;
-        }
-    }
+    uint64_t hash = kiln_internal_fnv1a(source, size);
+    *index = find_entry(s.programs, &s.clock, [&](const Program &p) {
+        return program_used(p) && kiln_internal_same_bytes(p.source, hash, source, size);
+    });
+    if (*index >= 0) return kiln_success;
     // Devices with cl_khr_fp64 get it enabled, so kernels may use double without the pragma;
     // "#line 1" keeps the line numbers of the log those of the caller's source.
     static const char fp64_prefix[] = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#line 1\n";
@@ -641,33 +572,28 @@ int find_program(State &s, const char *source, size_t size, const char *kernel_n
         s.cl.clReleaseProgram(program);
         return code;
     }
-    char *copy = static_cast<char *>(std::malloc(size ? size : 1));
+    char *copy = kiln_internal_copy_bytes(source, size);
     if (!copy) {
         s.cl.clReleaseProgram(program);
         return kiln_error(kiln_error_out_of_memory, "opencl: out of memory caching a program");
     }
-    std::memcpy(copy, source, size);
     int i = free_slot(s, s.programs, program_used, release_program);
-    s.programs[i] = Program{program, hash, size, copy, ++s.clock};
+    s.programs[i] = Program{program, {hash, size, copy}, ++s.clock};
     *index = i;
     return kiln_success;
 }
 
 int find_kernel(State &s, const char *source, size_t size, const char *name, Kernel **out) {
-    size_t name_length = std::strlen(name);
-    if (name_length >= max_kernel_name)
-        return kiln_error(kiln_error_internal,
-                          "opencl: kernel name '%.40s...' has %zu bytes; at most %zu are supported",
-                          name, name_length, max_kernel_name - 1);
+    size_t name_length = 0;
+    if (int code = kiln_internal_check_kernel_name("opencl", name, &name_length)) return code;
     int program = 0;
     if (int code = find_program(s, source, size, name, &program)) return code;
-    for (int i = 0; i < max_kernels; i++) {
-        Kernel &k = s.kernels[i];
-        if (k.kernel && k.program == program && std::strcmp(k.name, name) == 0) {
-            k.last_use = ++s.clock;
-            *out = &k;
-            return kiln_success;
-        }
+    int found = find_entry(s.kernels, &s.clock, [&](const Kernel &k) {
+        return kernel_used(k) && k.program == program && std::strcmp(k.name, name) == 0;
+    });
+    if (found >= 0) {
+        *out = &s.kernels[found];
+        return kiln_success;
     }
     cl_int err = CL_SUCCESS;
     cl_kernel kernel = s.cl.clCreateKernel(s.programs[program].program, name, &err);
@@ -703,22 +629,6 @@ cl_mem mem_of(const kiln_buffer_t *b) {
     return reinterpret_cast<cl_mem>(static_cast<uintptr_t>(b->device));
 }
 
-// The device copy is the bytes from b->host on, so every stride must be non-negative.
-int check_strides(const char *fn, const kiln_buffer_t *b) {
-    if (b->dimensions > 0 && !b->dim)
-        return kiln_error(kiln_error_bad_dimensions,
-                          "%s: the buffer has %d dimensions but a null dim array", fn,
-                          b->dimensions);
-    for (int i = 0; i < b->dimensions; i++) {
-        if (b->dim[i].stride < 0 && b->dim[i].extent > 1)
-            return kiln_error(kiln_error_bad_stride,
-                              "%s: dimension %d of the buffer has stride %d; device copies need "
-                              "non-negative strides",
-                              fn, i, b->dim[i].stride);
-    }
-    return kiln_success;
-}
-
 // A mem object made in a context released since (or another program's context) cannot be used
 // with the current queue; say so instead of reporting CL_INVALID_CONTEXT.
 int check_context(State &s, const char *what, cl_mem mem, cl_context context) {
@@ -736,18 +646,8 @@ int check_context(State &s, const char *what, cl_mem mem, cl_context context) {
 
 // Checks a buffer for a copy and returns the queue and the byte count (0: nothing to copy).
 int prepare_copy(const char *fn, kiln_buffer_t *b, cl_command_queue *queue, size_t *bytes) {
-    if (!b) return kiln_error(kiln_error_buffer_argument_null, "%s: the buffer is null", fn);
-    if (!b->host)
-        return kiln_error(kiln_error_buffer_argument_null,
-                          "%s: the buffer has no host memory (host is null)", fn);
-    if (!b->device)
-        return kiln_error(kiln_error_device_unavailable, "%s: the buffer has no device copy", fn);
-    if (b->device_interface != &opencl_interface)
-        return kiln_error(
-            kiln_error_device_unavailable,
-            "%s: the buffer's device copy is not an OpenCL buffer (interface '%s')", fn,
-            b->device_interface && b->device_interface->name ? b->device_interface->name : "none");
-    if (int code = check_strides(fn, b)) return code;
+    if (int code = kiln_internal_check_copy(fn, b, &opencl_interface, "an OpenCL buffer", false))
+        return code;
     State &s = state;
     cl_context context;
     {
@@ -776,53 +676,29 @@ int prepare_copy(const char *fn, kiln_buffer_t *b, cl_command_queue *queue, size
 int copy_elements(cl_command_queue queue, kiln_buffer_t *b, size_t span, bool to_device) {
     State &s = state;
     const char *call = to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
-    size_t element_bytes = size_t((b->type.bits + 7) / 8) * b->type.lanes;
-    // The innermost dimensions that are dense together form a run.
-    int64_t run_elements = 1;
-    int first_outer = 0;
-    while (first_outer < b->dimensions) {
-        const kiln_dimension_t &d = b->dim[first_outer];
-        if (d.extent != 1 && d.stride != run_elements) break;
-        run_elements *= d.extent;
-        first_outer++;
-    }
-    size_t run_bytes = size_t(run_elements) * element_bytes;
-    if (first_outer == b->dimensions || run_bytes == span) {
-        cl_int err = to_device ? s.cl.clEnqueueWriteBuffer(queue, mem_of(b), CL_TRUE, 0, span,
-                                                           b->host, 0, nullptr, nullptr)
-                               : s.cl.clEnqueueReadBuffer(queue, mem_of(b), CL_TRUE, 0, span,
-                                                          b->host, 0, nullptr, nullptr);
+    auto enqueue = [&](cl_bool blocking, size_t offset, size_t bytes) {
+        return to_device ? s.cl.clEnqueueWriteBuffer(queue, mem_of(b), blocking, offset, bytes,
+                                                     b->host + offset, 0, nullptr, nullptr)
+                         : s.cl.clEnqueueReadBuffer(queue, mem_of(b), blocking, offset, bytes,
+                                                    b->host + offset, 0, nullptr, nullptr);
+    };
+    if (kiln_internal_is_dense(b, span)) {
+        cl_int err = enqueue(CL_TRUE, 0, span);
         if (err != CL_SUCCESS) return call_failed(kiln_error_device_run, call, err);
         return kiln_success;
     }
-    // An odometer over the outer dimensions; runs are queued without waiting, then finished.
-    int32_t index[64] = {};
-    if (b->dimensions > 64)
+    if (b->dimensions > max_copy_dimensions)
         return kiln_error(kiln_error_bad_dimensions,
-                          "opencl: a buffer with %d dimensions cannot be "
-                          "copied (at most 64)",
-                          b->dimensions);
-    while (true) {
-        int64_t offset = 0;
-        for (int d = first_outer; d < b->dimensions; d++)
-            offset += int64_t(index[d]) * b->dim[d].stride;
-        size_t byte_offset = size_t(offset) * element_bytes;
-        cl_int err = to_device
-                         ? s.cl.clEnqueueWriteBuffer(queue, mem_of(b), 0, byte_offset, run_bytes,
-                                                     b->host + byte_offset, 0, nullptr, nullptr)
-                         : s.cl.clEnqueueReadBuffer(queue, mem_of(b), 0, byte_offset, run_bytes,
-                                                    b->host + byte_offset, 0, nullptr, nullptr);
-        if (err != CL_SUCCESS) {
-            s.cl.clFinish(queue); // the queued runs still read or write the host memory
-            return call_failed(kiln_error_device_run, call, err);
-        }
-        int d = first_outer;
-        while (d < b->dimensions && ++index[d] == b->dim[d].extent) {
-            index[d] = 0;
-            d++;
-        }
-        if (d == b->dimensions) break;
-    }
+                          "opencl: a buffer with %d dimensions cannot be copied (at most %d)",
+                          b->dimensions, max_copy_dimensions);
+    // Runs are queued without waiting, then finished.
+    int code = for_each_run(b, span, [&](size_t offset, size_t bytes) {
+        cl_int err = enqueue(0, offset, bytes);
+        if (err == CL_SUCCESS) return int(kiln_success);
+        s.cl.clFinish(queue); // the queued runs still read or write the host memory
+        return call_failed(kiln_error_device_run, call, err);
+    });
+    if (code) return code;
     cl_int err = s.cl.clFinish(queue);
     if (err != CL_SUCCESS) return call_failed(kiln_error_device_run, "clFinish", err);
     return kiln_success;
@@ -831,12 +707,7 @@ int copy_elements(cl_command_queue queue, kiln_buffer_t *b, size_t span, bool to
 /* ---- The interface -------------------------------------------------------------------------- */
 
 int opencl_device_malloc(kiln_buffer_t *b) {
-    const char *fn = "opencl device_malloc";
-    if (!b) return kiln_error(kiln_error_buffer_argument_null, "%s: the buffer is null", fn);
-    if (b->device)
-        return kiln_error(kiln_error_device_unavailable,
-                          "%s: the buffer already has a device copy; free it first", fn);
-    if (int code = check_strides(fn, b)) return code;
+    if (int code = kiln_internal_check_malloc("opencl device_malloc", b, false)) return code;
     State &s = state;
     cl_context context;
     {
@@ -859,17 +730,13 @@ int opencl_device_malloc(kiln_buffer_t *b) {
 }
 
 int opencl_device_free(kiln_buffer_t *b) {
-    const char *fn = "opencl device_free";
-    if (!b) return kiln_error(kiln_error_buffer_argument_null, "%s: the buffer is null", fn);
+    if (int code = kiln_internal_check_free("opencl device_free", b, &opencl_interface))
+        return code;
     if (!b->device) {
         b->device_interface = nullptr;
         b->flags &= ~uint64_t(kiln_buffer_flag_device_dirty);
         return kiln_success;
     }
-    if (b->device_interface && b->device_interface != &opencl_interface)
-        return kiln_error(kiln_error_device_unavailable,
-                          "%s: the buffer's device copy belongs to interface '%s'", fn,
-                          b->device_interface->name ? b->device_interface->name : "<unnamed>");
     State &s = state;
     {
         // A cl_mem only exists if the library was loaded; the context may have been released.
@@ -905,23 +772,13 @@ int opencl_copy_to_host(kiln_buffer_t *b) {
 int opencl_run(const char *source, size_t source_size, const char *kernel_name,
                const int32_t blocks[3], const int32_t threads[3], int32_t num_args, void **args,
                const size_t *arg_sizes, const int8_t *arg_is_buffer) {
-    const char *fn = "opencl run";
-    if (!source || !kernel_name || !blocks || !threads)
-        return kiln_error(kiln_error_internal, "%s: null source, kernel name, blocks or threads",
-                          fn);
-    if (num_args < 0 || (num_args > 0 && (!args || !arg_sizes || !arg_is_buffer)))
-        return kiln_error(kiln_error_internal,
-                          "%s: kernel '%s': %d arguments with a null args, arg_sizes or "
-                          "arg_is_buffer array",
-                          fn, kernel_name, num_args);
+    bool empty = false;
+    if (int code = kiln_internal_check_launch("opencl run", source, kernel_name, blocks, threads,
+                                              num_args, args, arg_sizes, arg_is_buffer, &empty))
+        return code;
+    if (empty) return kiln_success;
     size_t global[3], local[3];
     for (int i = 0; i < 3; i++) {
-        if (threads[i] < 1 || blocks[i] < 0)
-            return kiln_error(kiln_error_internal,
-                              "%s: kernel '%s': blocks[%d] = %d and threads[%d] = %d; blocks must "
-                              "be >= 0 and threads >= 1",
-                              fn, kernel_name, i, blocks[i], i, threads[i]);
-        if (blocks[i] == 0) return kiln_success;
         local[i] = size_t(threads[i]);
         global[i] = size_t(blocks[i]) * size_t(threads[i]);
     }
@@ -947,12 +804,11 @@ int opencl_run(const char *source, size_t source_size, const char *kernel_name,
     for (int32_t i = 0; i < num_args; i++) {
         cl_int err;
         if (arg_is_buffer[i]) {
-            const kiln_buffer_t *b =
-                args[i] ? *static_cast<kiln_buffer_t *const *>(args[i]) : nullptr;
-            if (!b || !b->device || b->device_interface != &opencl_interface)
-                return kiln_error(
-                    kiln_error_device_unavailable, "kernel '%s' argument %d: %s", kernel_name, i,
-                    !b ? "the buffer is null" : "the buffer has no OpenCL device copy");
+            const kiln_buffer_t *b = nullptr;
+            if (int code =
+                    kiln_internal_buffer_argument(kernel_name, i, args[i], &opencl_interface,
+                                                  "the buffer has no OpenCL device copy", &b))
+                return code;
             cl_mem mem = mem_of(b);
             char what[max_kernel_name + 48];
             std::snprintf(what, sizeof(what), "kernel '%s' argument %d", kernel_name, i);
