@@ -29,6 +29,17 @@ struct RowReduction {
 RowReduction row_reduction(const std::string &name, const std::function<Expr(Expr, Expr)> &value,
                            int n, int lanes, bool is_max);
 
+/// The GPU schedule of a row-wise operator built from row_reductions (softmax, layernorm): a
+/// block per row (the output's y) with `threads` threads across it. Each reduction's partial
+/// (stages[p] for p in partials) is the cross-thread step: thread l of the block reduces the
+/// elements l, l + lanes, ... of the row into a shared array of `lanes` values; its total and the
+/// other per-row values (stages[t] for t in totals) then combine them at block level, in thread
+/// 0, into shared memory, and every thread writes its columns of the output. stages[row_stage]
+/// (-1: none), a per-element Func the output and a reduction both read (softmax's exponentials),
+/// is kept in shared memory when the row fits in 32 KiB, else inlined.
+void schedule_row_reductions_gpu(OperatorInstance &inst, const std::vector<int> &partials,
+                                 const std::vector<int> &totals, int row_stage, int threads = 128);
+
 /// A buffer of the given type and extents filled with deterministic pseudo-random values from a
 /// seed: floats uniform in [lo, hi), integers uniform in [lo, hi] (rounded).
 BufferBase random_buffer(Type t, const std::vector<int> &extents, const std::string &name,

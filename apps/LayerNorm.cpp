@@ -47,6 +47,7 @@ OperatorInstance make_layernorm(const std::vector<int64_t> &shape) {
 // One row per parallel iteration: its 16 KB stay in L1 for the three passes (sum, centred
 // squares, output). The reductions keep four zmm accumulators.
 void schedule_layernorm(OperatorInstance &inst, const Target &target) {
+    if (target.has_gpu()) return schedule_row_reductions_gpu(inst, {0, 3}, {1, 2, 4, 5}, -1);
     int N = int(inst.shape[1]);
     int vec = std::max(1, target.vector_bits / 32);
     Func out = inst.output;

@@ -29,3 +29,37 @@ RowReduction row_reduction(const std::string &name, const std::function<Expr(Exp
 }
 
 } // namespace kiln::apps
+
+namespace kiln::apps {
+
+void schedule_row_reductions_gpu(OperatorInstance &inst, const std::vector<int> &partials,
+                                 const std::vector<int> &totals, int row_stage, int threads) {
+    int N = int(inst.shape[1]);
+    Func out = inst.output;
+    Var x("x"), y("y"), l("l"), xo("xo"), xi("xi");
+    // The row length is known: constant loop extents and a constant shared row buffer.
+    out.bound(x, 0, N)
+        .split(x, xo, xi, threads, TailStrategy::GuardWithIf)
+        .reorder(xi, xo, y)
+        .gpu_blocks(y)
+        .gpu_threads(xi);
+    for (int p : partials) {
+        Func f = inst.stages[size_t(p)];
+        f.compute_at(out, y).store_in(MemoryType::GPUShared).gpu_threads(l);
+        // The update's loops: the block RVar (serial, inside each thread) then l.
+        if (f.num_updates() > 0) f.update(0).gpu_threads(l);
+    }
+    for (int t : totals)
+        inst.stages[size_t(t)].compute_at(out, y);
+    if (row_stage < 0) return;
+    Func e = inst.stages[size_t(row_stage)];
+    if (int64_t(N) * 4 > 32 * 1024) return; // inlined: recomputed where it is read
+    // Thread xi computes x = xi, xi + threads, ...: neighbouring threads, neighbouring columns.
+    e.compute_at(out, y)
+        .store_in(MemoryType::GPUShared)
+        .split(x, xo, xi, threads, TailStrategy::GuardWithIf)
+        .reorder(xo, xi)
+        .gpu_threads(xi);
+}
+
+} // namespace kiln::apps

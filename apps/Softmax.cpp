@@ -40,6 +40,7 @@ OperatorInstance make_softmax(const std::vector<int64_t> &shape) {
 // maximum, exponentiated once into a row buffer, summed, and scaled. Reductions keep four
 // independent vector accumulators (64 lanes) to hide the add latency.
 void schedule_softmax(OperatorInstance &inst, const Target &target) {
+    if (target.has_gpu()) return schedule_row_reductions_gpu(inst, {0, 3}, {1, 4, 5}, 2);
     int N = int(inst.shape[1]);
     int vec = std::max(1, target.vector_bits / 32);
     Func out = inst.output;
