@@ -5,8 +5,8 @@
 #include "apps/Operator.h"
 #include "autotune/Tuner.h"
 #include "codegen/AOT.h"
-#include "driver/Pipeline.h"
 #include "codegen/Target.h"
+#include "driver/Pipeline.h"
 #include "schedule/ScheduleTrace.h"
 #include "tuning_db/TuningDB.h"
 
@@ -20,7 +20,9 @@ EmitResult emit_best(const EmitOptions &opt, std::ostream &err) {
     check_c_identifier(name, "function name");
     int threads = opt.threads > 0 ? opt.threads : default_threads();
     tuning_db::WorkloadKey wk = workload_key(op, shape);
-    tuning_db::TargetKey tk = host_target_key(threads);
+    Target target = tune_target(opt.target);
+    tuning_db::TargetKey tk =
+        target_key(target, threads, target.has_gpu() ? open_gpu_device(target).description : "");
 
     EmitResult result;
     apps::OperatorInstance inst = op.make(shape);
@@ -44,12 +46,13 @@ EmitResult emit_best(const EmitOptions &opt, std::ostream &err) {
     }
     if (!result.tuned) {
         err << "warning: " << why << "; emitting the hand schedule (run `kiln tune " << op.name
-            << " --shape " << apps::shape_to_string(shape) << "` to tune it)\n";
-        op.hand_schedule(inst, Target::host());
+            << " --shape " << apps::shape_to_string(shape)
+            << (target.has_gpu() ? " --target " + opt.target : std::string()) << "` to tune it)\n";
+        op.hand_schedule(inst, target);
     }
     OutputSet outputs = OutputSet::in_directory(
         opt.out_dir, name, {OutputKind::Object, OutputKind::StaticLibrary, OutputKind::CHeader});
-    inst.pipeline().compile_to(outputs, name);
+    inst.pipeline().compile_to(outputs, name, target);
     for (OutputKind k : {OutputKind::Object, OutputKind::StaticLibrary, OutputKind::CHeader})
         result.files.push_back(outputs.path(k));
     return result;

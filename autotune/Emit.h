@@ -17,6 +17,11 @@ struct EmitOptions {
     std::string out_dir;
     std::string function_name; ///< empty: the operator's name
     int threads = 0;           ///< selects the target's records: 0 = default_threads()
+    /// "host", "host-opencl", "host-cuda" or a Target string (autotune::tune_target): selects
+    /// the records (a GPU target's key names its device, so the device must be present) and is
+    /// the target of the emitted object; for a GPU target the object embeds the kernels' source
+    /// (codegen/AOT.h), compiled by the runtime's device interface at the first call.
+    std::string target = "host";
 };
 
 struct EmitResult {

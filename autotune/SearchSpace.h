@@ -127,10 +127,15 @@ private:
     Apply apply_fn;
 };
 
+struct GpuLimits;
+
 /// The hand-written template for `op` (matmul, conv2d, blur) at this shape when there is one,
-/// else the automatic space (autotune/AutoSpace.h).
+/// else the automatic space (autotune/AutoSpace.h). For a target with a GPU API: the GPU
+/// template (autotune/Templates.h, gpu_template_space) within `gpu_limits`; an operator without
+/// one, or kind "auto" (the automatic space makes CPU schedules only), is a CompileError.
 SearchSpace space_for(const apps::Operator &op, const std::vector<int64_t> &shape,
-                      const std::string &kind = "template");
+                      const std::string &kind = "template", const Target &target = Target::host(),
+                      const GpuLimits *gpu_limits = nullptr);
 
 /// A stable 64-bit FNV-1a digest as 16 hex digits.
 std::string hex_digest(const std::string &text);

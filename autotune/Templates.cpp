@@ -205,10 +205,20 @@ std::optional<SearchSpace> template_space(const apps::Operator &op,
 }
 
 SearchSpace space_for(const apps::Operator &op, const std::vector<int64_t> &shape,
-                      const std::string &kind) {
-    if (kind == "auto") return auto_space(op, shape);
-    if (kind != "template")
+                      const std::string &kind, const Target &target, const GpuLimits *gpu_limits) {
+    if (kind != "template" && kind != "auto")
         throw CompileError("search space kind must be 'template' or 'auto', got '" + kind + "'");
+    if (target.has_gpu()) {
+        std::string api = gpu_api_name(target.gpu);
+        if (kind == "auto")
+            throw CompileError("--space auto makes CPU schedules only; tune '" + op.name +
+                               "' for gpu=" + api + " with --space template (its GPU template)");
+        if (auto t = gpu_template_space(op, shape, gpu_limits ? *gpu_limits : GpuLimits{}))
+            return std::move(*t);
+        throw CompileError("operator '" + op.name + "' has no GPU template (gpu=" + api +
+                           "); GPU templates: matmul, conv2d, blur, blur_u16, softmax, layernorm");
+    }
+    if (kind == "auto") return auto_space(op, shape);
     if (auto t = template_space(op, shape)) return std::move(*t);
     return auto_space(op, shape);
 }

@@ -16,9 +16,10 @@
 #include "autotune/Features.h"
 #include "autotune/Runner.h"
 #include "autotune/Strategy.h"
-#include "driver/Pipeline.h"
 #include "codegen/Target.h"
+#include "driver/Pipeline.h"
 #include "lang/Error.h"
+#include "runtime/kiln_runtime.h"
 #include "schedule/ScheduleTrace.h"
 
 #ifndef KILN_VERSION_STRING
@@ -35,13 +36,53 @@ using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
 tuning_db::TargetKey host_target_key(int threads) {
-    Target t = Target::host();
+    return target_key(Target::host(), threads);
+}
+
+tuning_db::TargetKey target_key(const Target &t, int threads,
+                                const std::string &device_description) {
     tuning_db::TargetKey k;
     k.cpu_model = t.cpu;
     k.features = t.features;
+    if (t.has_gpu()) {
+        k.cpu_model += std::string(" + ") + gpu_api_name(t.gpu) + ": " + device_description;
+        k.features += std::string(",gpu=") + gpu_api_name(t.gpu);
+    }
     k.threads = threads;
     k.compiler = std::string("kiln ") + KILN_VERSION_STRING + " / LLVM " + KILN_LLVM_VERSION_STRING;
     return k;
+}
+
+Target tune_target(const std::string &text) {
+    if (text.empty()) return Target::host();
+    try {
+        return Target::parse(text);
+    } catch (const CompileError &e) {
+        throw CompileError(std::string("--target: ") + e.what());
+    }
+}
+
+GpuDevice open_gpu_device(const Target &target) {
+    std::string api = gpu_api_name(target.gpu);
+    auto fail = [&](const std::string &what) {
+        return RuntimeError("--target with gpu=" + api + ": " + what + ": " +
+                            kiln_last_error_message() +
+                            " (tune for the CPU with --target host, or run where the " + api +
+                            " driver and a device are installed)");
+    };
+    const kiln_device_interface_t *iface = kiln_device_interface(int(target.gpu));
+    if (!iface) throw fail("no " + api + " device interface");
+    char buf[512] = {};
+    if (iface->device_description(buf, sizeof buf) != 0)
+        throw fail("cannot open the " + api + " device");
+    GpuDevice d;
+    d.description = buf;
+    int64_t threads = 0, shared = 0;
+    if (iface->device_limits(&threads, &shared) != 0)
+        throw fail("cannot read the " + api + " device's limits");
+    if (threads > 0) d.limits.max_threads_per_block = threads;
+    if (shared > 0) d.limits.shared_memory_bytes = shared;
+    return d;
 }
 
 tuning_db::WorkloadKey workload_key(const apps::Operator &op, const std::vector<int64_t> &shape) {
@@ -153,7 +194,9 @@ class Tuner {
 public:
     Tuner(const TuneOptions &o, std::ostream &out, std::ostream &err)
         : opt(o), out(out), err(err), op(apps::find_operator(o.op)),
-          shape(checked_shape(op, o.shape)), space(space_for(op, shape, o.space)),
+          shape(checked_shape(op, o.shape)), target(tune_target(o.target)),
+          device(target.has_gpu() ? open_gpu_device(target) : GpuDevice{}),
+          space(space_for(op, shape, o.space, target, &device.limits)),
           db(tuning_db::Database::open(o.db_path)), strategy(make_strategy(o.strategy, o.seed)) {
         if (opt.jobs < 1)
             throw CompileError("--jobs must be at least 1, got " + std::to_string(opt.jobs));
@@ -161,7 +204,11 @@ public:
         worker_path = opt.worker_path.empty() ? default_worker_path() : opt.worker_path;
         workload = workload_key(op, shape);
         space.set_salt(workload.algorithm_hash + "/" + workload.shape);
-        target_id = db.target_id(host_target_key(threads));
+        target_id = db.target_id(target_key(target, threads, device.description));
+        if (target.has_gpu() && opt.progress)
+            err << "target: " << gpu_api_name(target.gpu) << " device " << device.description
+                << " (" << device.limits.max_threads_per_block << " threads, "
+                << device.limits.shared_memory_bytes << " bytes of shared memory per block)\n";
         workload_id = db.workload_id(workload);
     }
 
@@ -189,7 +236,7 @@ private:
             space.apply(inst, c);
             LoweredFunc lowered = inst.pipeline().lower();
             f = loop_nest_features(lowered, inst);
-        } catch (const CompileError &) {
+        } catch (const std::exception &) { // a config that does not lower: no features
         }
         feature_cache[h] = f;
         return f;
@@ -249,6 +296,8 @@ private:
     std::ostream &out, &err;
     const apps::Operator &op;
     std::vector<int64_t> shape;
+    Target target;
+    GpuDevice device; ///< empty for a CPU target
     SearchSpace space;
     tuning_db::Database db;
     std::unique_ptr<Strategy> strategy;
@@ -354,11 +403,9 @@ void Tuner::start_builds() {
         if (s.state != Slot::State::idle || queue.empty()) continue;
         s.cand = std::move(queue.front());
         queue.pop_front();
-        json req = {{"cmd", "build"},
-                    {"op", op.name},
-                    {"shape", shape},
-                    {"trace", json::parse(s.cand.trace_json)},
-                    {"threads", threads}};
+        json req = {{"cmd", "build"},     {"op", op.name},
+                    {"shape", shape},     {"trace", json::parse(s.cand.trace_json)},
+                    {"threads", threads}, {"target", target.to_string()}};
         if (!s.worker->send(req)) {
             // The worker died while idle: start another and try again later.
             queue.push_front(std::move(s.cand));
@@ -414,7 +461,13 @@ void Tuner::handle_line(Slot &s, const std::string &line) {
             s.built_order = built_counter++;
             return;
         }
-        record(s.cand, Status::compile_error, {}, 0, 0, 0, j.value("error", ""));
+        // compile_error, or runtime_error when a GPU kernel failed its first (warm-up) run.
+        Status st = Status::compile_error;
+        try {
+            st = tuning_db::status_from_string(status);
+        } catch (const std::exception &) {
+        }
+        record(s.cand, st, {}, 0, 0, 0, j.value("error", ""));
         s.state = Slot::State::idle;
         return;
     }
@@ -564,7 +617,7 @@ Candidate Tuner::baseline(Candidate::Kind kind) {
     std::string name = kind == Candidate::Kind::default_schedule ? "default" : "hand";
     c.config_json = json{{"baseline", name}}.dump();
     apps::OperatorInstance inst = op.make(shape);
-    if (kind == Candidate::Kind::hand_schedule) op.hand_schedule(inst, Target::host());
+    if (kind == Candidate::Kind::hand_schedule) op.hand_schedule(inst, target);
     c.trace_json = ScheduleTrace::capture({inst.output}).to_json_string(-1);
     c.hash = hex_digest("baseline:" + name + ":" + workload.shape + ":" + c.trace_json);
     return c;
@@ -572,6 +625,9 @@ Candidate Tuner::baseline(Candidate::Kind kind) {
 
 void Tuner::baselines() {
     for (auto kind : {Candidate::Kind::default_schedule, Candidate::Kind::hand_schedule}) {
+        // The default schedule has no GPU loops: on a GPU target it would be a CPU kernel, and
+        // could become the target's best record (and emitted kernel) at small shapes.
+        if (target.has_gpu() && kind == Candidate::Kind::default_schedule) continue;
         Candidate c;
         try {
             c = baseline(kind);
@@ -712,7 +768,8 @@ TuneResult Tuner::run() {
     if (result.interrupted) {
         out << "stopped; every finished measurement is saved in " << opt.db_path
             << ". Resume with the same command (kiln tune " << op.name << " --shape "
-            << apps::shape_to_string(shape) << " --strategy " << opt.strategy << " --db "
+            << apps::shape_to_string(shape) << " --strategy " << opt.strategy
+            << (target.has_gpu() ? " --target " + opt.target : std::string()) << " --db "
             << opt.db_path << " ...); --no-resume starts over\n";
     }
     return result;

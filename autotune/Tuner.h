@@ -27,12 +27,34 @@
 
 #include "apps/Operator.h"
 #include "autotune/SearchSpace.h"
+#include "autotune/Templates.h"
 #include "tuning_db/TuningDB.h"
 
 namespace kiln::autotune {
 
 /// This machine as a tuning target, with the threads kernels run with.
 tuning_db::TargetKey host_target_key(int threads);
+
+/// The target of `--target` (Target::parse): "host" (or empty: this CPU), "host-opencl",
+/// "host-cuda" (this CPU with GPU kernels for that API), either followed by ";key=value...", or
+/// a full Target string. Raises CompileError, starting "--target: ", for anything else.
+Target tune_target(const std::string &text);
+
+/// The device a GPU target's kernels run on, from its device interface.
+struct GpuDevice {
+    std::string description; ///< device_description(): "<name>; <version>; driver <version>"
+    GpuLimits limits;        ///< device_limits()
+};
+/// Opens the device of target.gpu through kiln_device_interface. Raises RuntimeError quoting
+/// kiln_last_error_message() when there is no interface, driver or device for that API.
+GpuDevice open_gpu_device(const Target &target);
+
+/// The tuning target key of `target` with `threads` host threads: host_target_key's for a CPU
+/// target; for a GPU target its cpu_model also names the API and the device
+/// ("znver4 + opencl: <device description>") and its features end in ",gpu=<api>", so records
+/// of GPU kernels and of CPU kernels (and of two devices) never mix.
+tuning_db::TargetKey target_key(const Target &target, int threads,
+                                const std::string &device_description = "");
 /// The workload key of an operator at a shape (its algorithm hash from a fresh instance).
 tuning_db::WorkloadKey workload_key(const apps::Operator &op, const std::vector<int64_t> &shape);
 /// The number of threads kernels use when none is asked for: the machine's hardware threads.
@@ -44,10 +66,14 @@ struct TuneOptions {
     std::string db_path = "tuning_db/kiln.db";
     std::string strategy = "bandit";
     std::string space = "template"; ///< "template" (hand-written when there is one) or "auto"
-    int64_t trials = 0;             ///< search trials; 0 = no limit
-    double time_s = 0;              ///< wall-clock limit; 0 = no limit
-    int jobs = 2;                   ///< worker processes (candidates built in parallel)
-    int threads = 0;                ///< threads each kernel runs with; 0 = default_threads()
+    /// "host", "host-opencl", "host-cuda" or a Target string (tune_target): every candidate, the
+    /// baselines and the target key are for it. A GPU target needs its device at start (an error
+    /// quoting the runtime otherwise) and a GPU template (space "template").
+    std::string target = "host";
+    int64_t trials = 0; ///< search trials; 0 = no limit
+    double time_s = 0;  ///< wall-clock limit; 0 = no limit
+    int jobs = 2;       ///< worker processes (candidates built in parallel)
+    int threads = 0;    ///< threads each kernel runs with; 0 = default_threads()
     uint64_t seed = 1;
     bool resume = true;
     bool budget_across_runs = false;

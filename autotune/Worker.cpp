@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/Operator.h"
+#include "codegen/Target.h"
 #include "driver/Pipeline.h"
 #include "lang/Error.h"
 #include "runtime/kiln_runtime.h"
@@ -41,6 +42,9 @@ struct Built {
     std::optional<apps::OperatorInstance> inst;
     CompiledPipeline compiled;
     std::string key; ///< op and shape, for the reference cache
+    /// The GPU API's interface when the target has one: runs are followed by its synchronize(),
+    /// and the output is copied back to the host before the comparison.
+    const kiln_device_interface_t *device = nullptr;
 };
 
 class Worker {
@@ -57,7 +61,27 @@ public:
             b.key = op.name + " " + apps::shape_to_string(shape);
             b.inst = op.make(shape);
             ScheduleTrace::from_json(req.at("trace")).apply({b.inst->output});
-            b.compiled = b.inst->pipeline().compile_jit();
+            Target target = Target::host();
+            if (req.contains("target")) target = Target::from_string(req["target"]);
+            b.compiled = b.inst->pipeline().compile_jit(target);
+            if (target.has_gpu()) {
+                b.device = kiln_device_interface(int(target.gpu));
+                if (!b.device)
+                    return failure("runtime_error", std::string("no ") + gpu_api_name(target.gpu) +
+                                                        " device: " + kiln_last_error_message());
+                // The device compiles a kernel at its first launch (OpenCL: clBuildProgram, slow
+                // on PoCL): run once here, so that compiling counts as building, a kernel the
+                // device cannot build is a compile_error, and the first measured run is a run.
+                b.inst->bind_inputs();
+                BufferBase scratch = b.inst->make_output();
+                if (b.compiled.run({scratch}) != 0 || b.device->synchronize() != 0) {
+                    std::string msg = kiln_last_error_message();
+                    bool build_failed = msg.find("build") != std::string::npos ||
+                                        msg.find("compil") != std::string::npos;
+                    return failure(build_failed ? "compile_error" : "runtime_error",
+                                   "first run on the device: " + msg);
+                }
+            }
             built = std::move(b);
         } catch (const CompileError &e) {
             return failure("compile_error", e.what());
@@ -79,8 +103,13 @@ public:
         const apps::OperatorInstance &inst = *built->inst;
         inst.bind_inputs();
         BufferBase output = inst.make_output();
+        // GPU kernels are launched without waiting: each run waits for its kernels, so the
+        // wall-clock time of a run covers them. Inputs stay on the device between runs (their
+        // host copies are not dirty); the output stays there until the comparison copies it.
+        const kiln_device_interface_t *device = built->device;
         auto run_once = [&]() -> std::optional<std::string> {
             int rc = built->compiled.run({output});
+            if (rc == 0 && device) rc = device->synchronize();
             if (rc != 0) return std::string(kiln_last_error_message());
             return std::nullopt;
         };
@@ -93,6 +122,7 @@ public:
         auto it = references.find(built->key);
         if (it == references.end())
             it = references.emplace(built->key, built->op->reference(inst)).first;
+        if (device) output.copy_to_host();
         double err = apps::max_relative_error(output, it->second);
         if (!(err <= built->op->tolerance)) {
             char buf[200];

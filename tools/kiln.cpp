@@ -112,6 +112,11 @@ int main(int argc, char **argv) {
     tune_cmd->add_option("--space", tune.space, "template (hand-written when there is one) or auto")
         ->default_str("template");
     tune_cmd->add_option("--db", tune.db_path, "tuning database")->default_str(tune.db_path);
+    tune_cmd
+        ->add_option("--target", tune.target,
+                     "host, host-opencl, host-cuda (GPU kernels; the device must be present) or a "
+                     "target string")
+        ->default_str("host");
     tune_cmd->add_option("--jobs", tune.jobs, "worker processes building candidates in parallel")
         ->default_str("2");
     tune_cmd->add_option("--threads", tune.threads, "threads per kernel (default: all cores)");
@@ -149,6 +154,10 @@ int main(int argc, char **argv) {
     compile_cmd->add_option("--db", emit.db_path, "tuning database")->default_str(emit.db_path);
     compile_cmd->add_option("-o,--output", emit.out_dir, "output directory")->required();
     compile_cmd->add_option("--name", emit.function_name, "entry point name (default: operator)");
+    compile_cmd
+        ->add_option("--target", emit.target,
+                     "host, host-opencl, host-cuda or a target string (as tuned)")
+        ->default_str("host");
     compile_cmd->add_option("--threads", emit.threads,
                             "the thread count the schedule was tuned with (default: all cores)");
 
@@ -161,6 +170,9 @@ int main(int argc, char **argv) {
             tune.shape = shape_of(tune.op, tune_shape);
             if (!tune_time.empty()) tune.time_s = parse_duration(tune_time);
             if (simulate) {
+                if (autotune::tune_target(tune.target).has_gpu())
+                    throw CompileError("--simulate replays CPU records only; drop --target " +
+                                       tune.target);
                 autotune::SimulateOptions sim;
                 sim.op = tune.op;
                 sim.shape = tune.shape;
