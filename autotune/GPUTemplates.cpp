@@ -29,38 +29,30 @@ std::string limit_text(const char *what, int64_t v) {
     return std::string(what) + " (" + std::to_string(v) + ")";
 }
 
-// matmul: a block computes a tile_j x tile_i tile of C; each thread reg_j x reg_i outputs of
-// prod, which lives in shared memory; the K loop steps by k_step, and with b_shared the block
-// first copies the k_step x tile_j panel of B (B_panel) into shared memory at each step (else B
-// is read from global memory). vector_j vectorizes each thread's reg_j outputs (vector loads and
-// stores of B_panel and C where the dialect has vector types). A is always read from global
-// memory: the algorithm has no stage of A to stage.
+// matmul: a block computes a tile_j x tile_i tile of C, a thread per output; prod, the block's
+// sums, lives in shared memory; the K loop steps by k_step, and with b_shared the block first
+// copies the k_step x tile_j panel of B (B_panel) into shared memory at each step (else B is read
+// from global memory). A is always read from global memory: the algorithm has no stage of A to
+// stage. Several outputs per thread are left out: splitting prod's update loops inside the block
+// makes the bounds of A and B grow by a tile per block (see apps/Matmul.cpp).
 SearchSpace matmul_gpu_template(const std::vector<int64_t> &shape, const GpuLimits &limits) {
     const int64_t M = shape[0], N = shape[1], K = shape[2];
     const int64_t threads = max_threads(limits), shared = max_shared(limits);
     SearchSpace s("matmul_gpu");
-    s.add_powers_of_two("tile_j", 8, 128);
-    s.add_powers_of_two("tile_i", 8, 128);
-    s.add_powers_of_two("reg_j", 1, 8);
-    s.add_powers_of_two("reg_i", 1, 8);
-    s.add_powers_of_two("k_step", 4, 32);
+    s.add_powers_of_two("tile_j", 4, 64);
+    s.add_powers_of_two("tile_i", 1, 64);
+    s.add_powers_of_two("k_step", 2, 64);
     s.add_bool("b_shared");
-    s.add_bool("vector_j");
     s.add_constraint("tile_j <= N and tile_i <= M", [M, N](const ConfigView &c) {
-        return c.i("tile_j") <= std::max<int64_t>(N, 8) && c.i("tile_i") <= std::max<int64_t>(M, 8);
-    });
-    s.add_constraint("reg_j <= tile_j and reg_i <= tile_i", [](const ConfigView &c) {
-        return c.i("reg_j") <= c.i("tile_j") && c.i("reg_i") <= c.i("tile_i");
+        return c.i("tile_j") <= std::max<int64_t>(N, 4) && c.i("tile_i") <= M;
     });
     s.add_constraint("k_step <= K",
-                     [K](const ConfigView &c) { return c.i("k_step") <= std::max<int64_t>(K, 4); });
-    s.add_constraint("vector_j needs reg_j >= 2",
-                     [](const ConfigView &c) { return !c.b("vector_j") || c.i("reg_j") >= 2; });
+                     [K](const ConfigView &c) { return c.i("k_step") <= std::max<int64_t>(K, 2); });
     s.add_constraint(limit_text("threads per block <= device limit", threads),
                      [threads](const ConfigView &c) {
-                         int64_t x = c.i("tile_j") / c.i("reg_j"), y = c.i("tile_i") / c.i("reg_i");
+                         int64_t y = c.i("tile_i");
                          if (c.b("b_shared")) y = std::max(y, c.i("k_step"));
-                         return x * y <= threads;
+                         return c.i("tile_j") * y <= threads;
                      });
     s.add_constraint(limit_text("shared memory per block <= device limit", shared),
                      [shared](const ConfigView &c) {
@@ -70,37 +62,18 @@ SearchSpace matmul_gpu_template(const std::vector<int64_t> &shape, const GpuLimi
                      });
     s.set_apply([](apps::OperatorInstance &inst, const ConfigView &c) {
         Func C = inst.output, B_panel = inst.stages.at(0), prod = inst.stages.at(1);
-        int tj = int(c.i("tile_j")), ti = int(c.i("tile_i")), rj = int(c.i("reg_j")),
-            ri = int(c.i("reg_i"));
-        VarOrRVar k("k.x", true), ko("k.x_o", true), ki("k.x_i", true);
-        C.tile(V("j"), V("i"), V("jo"), V("io"), V("ji"), V("ii"), tj, ti)
-            .split(V("ji"), V("jt"), V("jr"), rj)
-            .split(V("ii"), V("it"), V("ir"), ri)
-            .reorder(V("jr"), V("ir"), V("jt"), V("it"), V("jo"), V("io"))
-            .gpu_blocks(V("jo"), V("io"))
-            .gpu_threads(V("jt"), V("it"));
-        prod.compute_at(C, V("jo")).store_in(MemoryType::GPUShared);
-        prod.split(V("j"), V("jt"), V("jr"), rj)
-            .split(V("i"), V("it"), V("ir"), ri)
-            .reorder(V("jr"), V("ir"), V("jt"), V("it"))
-            .gpu_threads(V("jt"), V("it"));
-        Stage up = prod.update(0);
-        up.split(k, ko, ki, int(c.i("k_step")))
-            .split(V("j"), V("jt"), V("jr"), rj)
-            .split(V("i"), V("it"), V("ir"), ri)
-            .reorder(ki, V("jr"), V("ir"), V("jt"), V("it"), ko)
-            .gpu_threads(V("jt"), V("it"));
-        if (c.b("vector_j")) {
-            C.vectorize(V("jr"));
-            up.reorder(V("jr"), ki, V("ir"), V("jt"), V("it"), ko).vectorize(V("jr"));
-        }
-        if (!c.b("b_shared")) return; // B_panel inlined: B itself
-        B_panel.compute_at(prod, ko)
-            .store_in(MemoryType::GPUShared)
-            .split(V("j"), V("jt"), V("jr"), rj)
-            .reorder(V("jr"), V("jt"), V("kv"))
-            .gpu_threads(V("jt"), V("kv"));
-        if (c.b("vector_j")) B_panel.vectorize(V("jr"));
+        VarOrRVar ko("k.x_o", true), ki("k.x_i", true);
+        C.gpu_tile(V("j"), V("i"), V("jo"), V("io"), V("ji"), V("ii"), int(c.i("tile_j")),
+                   int(c.i("tile_i")));
+        prod.compute_at(C, V("jo")).store_in(MemoryType::GPUShared).gpu_threads(V("j"), V("i"));
+        prod.update(0)
+            .split(VarOrRVar("k.x", true), ko, ki, int(c.i("k_step")))
+            .reorder(ki, V("j"), V("i"), ko)
+            .gpu_threads(V("j"), V("i"));
+        if (c.b("b_shared"))
+            B_panel.compute_at(prod, ko)
+                .store_in(MemoryType::GPUShared)
+                .gpu_threads(V("j"), V("kv"));
     });
     return s;
 }

@@ -69,10 +69,10 @@ TEST(GPUHandSchedules, MatmulLowersToOneKernelWithSharedTiles) {
         op.hand_schedule(inst, opencl_target());
         LoweredFunc f = inst.pipeline().lower();
         ASSERT_EQ(f.kernels.size(), 1u) << shape_to_string(shape);
-        EXPECT_EQ(f.kernels[0].threads[0], 8);
-        EXPECT_EQ(f.kernels[0].threads[1], 8);
-        // prod's 32 x 32 tile and B_panel's 8 x 32 K step.
-        EXPECT_EQ(f.kernels[0].shared_bytes, (32 * 32 + 32 * 8) * 4);
+        EXPECT_EQ(f.kernels[0].threads[0], 16);
+        EXPECT_EQ(f.kernels[0].threads[1], 16);
+        // prod's 16 x 16 tile and B_panel's 8 x 16 K step.
+        EXPECT_EQ(f.kernels[0].shared_bytes, (16 * 16 + 16 * 8) * 4);
     }
 }
 
