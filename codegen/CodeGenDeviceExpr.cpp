@@ -147,7 +147,9 @@ std::string NameTable::fresh(const std::string &ir_name) {
         base += ok ? c : '_';
     }
     if (base.empty() || (base[0] >= '0' && base[0] <= '9')) base = "v" + base;
-    if (has_reserved_prefix(base)) base = "v_" + base;
+    // A reserved prefix, or all capitals (macro-like: "A", "B_PANEL"), would stay reserved with
+    // any "_<n>" suffix; a lowercase prefix makes the spelling free.
+    if (has_reserved_prefix(base) || is_upper_case(base)) base = "v_" + base;
     std::string name = base;
     for (int i = 1; is_reserved(name) || used.count(name); i++) {
         name = base + "_" + std::to_string(i);

@@ -155,6 +155,23 @@ TEST(CodeGenDevice, NamesAreMangledIntoUniqueIdentifiers) {
     }
 }
 
+// All-capitals names look like macros and are reserved; matmul's buffers are A, B and C, and a
+// suffix ("A_1") would still be all capitals, so they get a lowercase prefix instead.
+TEST(CodeGenDevice, AllCapitalNamesGetALowercasePrefix) {
+    DeviceKernel k;
+    k.name = "caps";
+    k.args = {buffer_argument("C", Int(32), true), scalar_argument("A", Int(32)),
+              scalar_argument("B_PANEL.0", Int(32)), scalar_argument("v_A", Int(32))};
+    k.body = Store::make("C", var("A") + var("B_PANEL.0") + var("v_A"), 0);
+    for (GpuApi api : {GpuApi::CUDA, GpuApi::OpenCL}) {
+        std::string s = print(k, api);
+        EXPECT_CONTAINS(s, "v_C[0]");
+        EXPECT_CONTAINS(s, "const int v_A,");
+        EXPECT_CONTAINS(s, "const int v_B_PANEL_0,");
+        EXPECT_CONTAINS(s, "const int v_A_1");
+    }
+}
+
 TEST(CodeGenDevice, ShadowingLetsGetFreshNames) {
     DeviceKernel k;
     k.name = "shadow";
