@@ -16,6 +16,7 @@
 #include "lang/Error.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
+#include "lang/IRToolbox.h"
 #include "lang/IRVisitor.h"
 #include "lang/Param.h"
 #include "runtime/kiln_runtime.h"
@@ -77,25 +78,6 @@ std::set<std::string> descriptor_names(const Stmt &s) {
     find.include(s);
     return find.names;
 }
-
-/// The variables and buffers a statement names; a parallel loop's closure captures those that
-/// are in scope where the loop starts.
-class CollectNames : public IRVisitor {
-public:
-    std::set<std::string> variables, buffers;
-
-private:
-    using IRVisitor::visit;
-    void visit(const Variable *op) override { variables.insert(op->name); }
-    void visit(const Load *op) override {
-        buffers.insert(op->name);
-        IRVisitor::visit(op);
-    }
-    void visit(const Store *op) override {
-        buffers.insert(op->name);
-        IRVisitor::visit(op);
-    }
-};
 
 /// What belongs to the LLVM function being generated; a parallel loop's task starts afresh.
 struct FunctionState {
@@ -899,8 +881,8 @@ private:
     /// where the closure struct holds every scalar and buffer pointer the body uses.
     void parallel_for(const For *op) {
         llvm::Value *min = codegen(op->min), *extent = codegen(op->extent);
-        CollectNames names;
-        names.include(op->body);
+        // The variables and buffers the body names; the closure captures those in scope here.
+        IRNames names = collect_names(op->body);
         std::vector<std::pair<std::string, llvm::Value *>> variables, buffers, bases;
         std::vector<llvm::Type *> fields;
         for (const std::string &n : names.variables) {
@@ -922,7 +904,9 @@ private:
                 fields.push_back((*b)->getType());
             }
         }
-        for (const std::string &n : names.buffers) {
+        std::set<std::string> accessed = names.loads;
+        accessed.insert(names.stores.begin(), names.stores.end());
+        for (const std::string &n : accessed) {
             if (const auto *v = state.buffers.find(n)) {
                 buffers.emplace_back(n, *v);
                 fields.push_back(ptr);

@@ -7,6 +7,7 @@
 #include "lang/Error.h"
 #include "lang/IRMutator.h"
 #include "lang/IROperator.h"
+#include "lang/IRToolbox.h"
 #include "lang/IRVisitor.h"
 #include "lang/Simplify.h"
 
@@ -14,13 +15,14 @@ namespace kiln {
 
 namespace {
 
-/// Substitutes the values of lets into an expression, in one traversal, with the same result as
-/// substituting them one at a time in name order (each value then sees only the substitutions
-/// of later names): expand_lets() runs for every LetStmt and For, and one substitute() pass
-/// per enclosing let made bounds inference quadratic in the number of lets.
-class ExpandLets : public IRMutator {
+/// Substitutes the values of lets into an expression, recursively (unlike lang/IRToolbox.h's
+/// substitute(map, e), the values may refer to each other), in one traversal, with the same result
+/// as substituting them one at a time in name order (each value then sees only the substitutions of
+/// later names): expand_lets() runs for every LetStmt and For, and one substitute() pass per
+/// enclosing let made bounds inference quadratic in the number of lets.
+class ExpandLetsInNameOrder : public IRMutator {
 public:
-    explicit ExpandLets(const std::map<std::string, Expr> &values) : values(values) {}
+    explicit ExpandLetsInNameOrder(const std::map<std::string, Expr> &values) : values(values) {}
 
 protected:
     using IRMutator::visit;
@@ -124,16 +126,8 @@ private:
     /// Binds a name for the duration of a visit, restoring any outer binding afterwards.
     template <typename F>
     void with_binding(const std::string &n, const Interval &i, F &&f) {
-        auto old = scope.find(n);
-        bool had = old != scope.end();
-        Interval saved = had ? old->second : Interval();
-        scope[n] = i;
+        ScopedBinding<Interval> binding(scope, n, i);
         f();
-        if (had) {
-            scope[n] = saved;
-        } else {
-            scope.erase(n);
-        }
     }
 
     using IRVisitor::visit;
@@ -157,7 +151,7 @@ private:
     Expr expand_lets(const Expr &e) const {
         Expr r = e;
         for (int level = 0; level < 2; level++) {
-            r = ExpandLets(let_values).mutate(r);
+            r = ExpandLetsInNameOrder(let_values).mutate(r);
             r = simplify(r);
         }
         return r;
@@ -167,15 +161,8 @@ private:
         if (unrelated(op)) return;
         include(op->value);
         Interval value = bounds_of_expr(expand_lets(op->value), scope);
-        auto old = let_values.find(op->name);
-        Expr saved = old == let_values.end() ? Expr() : old->second;
-        let_values[op->name] = op->value;
+        ScopedBinding<Expr> let(let_values, op->name, op->value);
         with_binding(op->name, value, [&] { include(op->body); });
-        if (saved.defined()) {
-            let_values[op->name] = saved;
-        } else {
-            let_values.erase(op->name);
-        }
     }
     void visit(const For *op) override {
         if (unrelated(op)) return;
@@ -213,11 +200,8 @@ private:
                     narrowed.has_upper_bound() ? simplify(min(narrowed.max, bound.max)) : bound.max;
             }
             // The narrowed range is what counts now: stop expanding v into its let value.
-            auto it = let_values.find(v->name);
-            Expr saved = it == let_values.end() ? Expr() : it->second;
-            let_values.erase(v->name);
+            ScopedBinding<Expr> hidden(let_values, v->name, std::nullopt);
             with_binding(v->name, narrowed, [&] { include(op->then_case); });
-            if (saved.defined()) let_values[v->name] = saved;
         } else {
             include(op->then_case);
         }

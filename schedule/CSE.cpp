@@ -9,45 +9,12 @@
 
 #include "lang/Error.h"
 #include "lang/IRMutator.h"
+#include "lang/IRToolbox.h"
 #include "lang/IRVisitor.h"
 
 namespace kiln {
 
 namespace {
-
-class CollectNames : public IRVisitor {
-public:
-    std::set<std::string> names;
-
-protected:
-    using IRVisitor::visit;
-    void visit(const Variable *op) override { names.insert(op->name); }
-    void visit(const Let *op) override {
-        names.insert(op->name);
-        IRVisitor::visit(op);
-    }
-    void visit(const LetStmt *op) override {
-        names.insert(op->name);
-        IRVisitor::visit(op);
-    }
-    void visit(const For *op) override {
-        names.insert(op->name);
-        IRVisitor::visit(op);
-    }
-    // Buffers too: a backend may keep variables and buffers in one symbol table.
-    void visit(const Load *op) override {
-        names.insert(op->name);
-        IRVisitor::visit(op);
-    }
-    void visit(const Store *op) override {
-        names.insert(op->name);
-        IRVisitor::visit(op);
-    }
-    void visit(const Allocate *op) override {
-        names.insert(op->name);
-        IRVisitor::visit(op);
-    }
-};
 
 // Fresh names t0, t1, ... that do not occur in the IR being rewritten.
 class NameGenerator {
@@ -304,20 +271,13 @@ protected:
 
     Expr visit(const Let *op) override {
         Expr value = mutate(op->value);
-        std::optional<Expr> shadowed;
-        if (auto it = scope.find(op->name); it != scope.end()) shadowed = it->second;
-        scope[op->name] = value;
+        ScopedBinding<Expr> let(scope, op->name, value);
         int saved_id = scope_id;
         scope_id = ++scopes;
         // The value is already let-free and is not visited again, so a let in the body that
         // rebinds one of its names cannot capture it.
         Expr body = mutate(op->body);
         scope_id = saved_id;
-        if (shadowed) {
-            scope[op->name] = *shadowed;
-        } else {
-            scope.erase(op->name);
-        }
         return body;
     }
 
@@ -404,16 +364,12 @@ private:
 } // namespace
 
 Expr cse(const Expr &e) {
-    CollectNames c;
-    c.include(e);
-    NameGenerator names(c.names);
+    NameGenerator names(collect_names(e).all());
     return eliminate(e, names);
 }
 
 Stmt cse(const Stmt &s) {
-    CollectNames c;
-    c.include(s);
-    NameGenerator names(c.names);
+    NameGenerator names(collect_names(s).all());
     return EliminateInStmt(names).mutate(s);
 }
 

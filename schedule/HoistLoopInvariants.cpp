@@ -6,103 +6,13 @@
 
 #include "lang/IRMutator.h"
 #include "lang/IROperator.h"
+#include "lang/IRToolbox.h"
 #include "lang/IRVisitor.h"
 #include "lang/Simplify.h"
 
 namespace kiln {
 
 namespace {
-
-// How often each name is bound, and which names are used where no binder of theirs is in scope.
-class Names : public IRVisitor {
-public:
-    std::map<std::string, int> binders;
-    std::set<std::string> free;
-
-protected:
-    using IRVisitor::visit;
-    void visit(const Variable *op) override {
-        if (!bound.count(op->name)) free.insert(op->name);
-    }
-    void visit(const Let *op) override {
-        include(op->value);
-        scoped(op->name, [&] { include(op->body); });
-    }
-    void visit(const LetStmt *op) override {
-        include(op->value);
-        scoped(op->name, [&] { include(op->body); });
-    }
-    void visit(const For *op) override {
-        include(op->min);
-        include(op->extent);
-        scoped(op->name, [&] { include(op->body); });
-    }
-
-private:
-    std::multiset<std::string> bound;
-
-    template <typename F>
-    void scoped(const std::string &name, F f) {
-        binders[name]++;
-        auto it = bound.insert(name);
-        f();
-        bound.erase(it);
-    }
-};
-
-// The free variables of e and the buffers it loads from.
-class Reads : public IRVisitor {
-public:
-    std::set<std::string> vars, buffers;
-
-protected:
-    using IRVisitor::visit;
-    void visit(const Variable *op) override {
-        if (!bound.count(op->name)) vars.insert(op->name);
-    }
-    void visit(const Let *op) override {
-        include(op->value);
-        auto it = bound.insert(op->name);
-        include(op->body);
-        bound.erase(it);
-    }
-    void visit(const Load *op) override {
-        buffers.insert(op->name);
-        IRVisitor::visit(op);
-    }
-
-private:
-    std::multiset<std::string> bound;
-};
-
-// Buffers stored to or allocated in a statement, and every name bound in it.
-class Writes : public IRVisitor {
-public:
-    std::set<std::string> buffers, binders;
-
-protected:
-    using IRVisitor::visit;
-    void visit(const Store *op) override {
-        buffers.insert(op->name);
-        IRVisitor::visit(op);
-    }
-    void visit(const Allocate *op) override {
-        buffers.insert(op->name);
-        IRVisitor::visit(op);
-    }
-    void visit(const LetStmt *op) override {
-        binders.insert(op->name);
-        IRVisitor::visit(op);
-    }
-    void visit(const Let *op) override {
-        binders.insert(op->name);
-        IRVisitor::visit(op);
-    }
-    void visit(const For *op) override {
-        binders.insert(op->name);
-        IRVisitor::visit(op);
-    }
-};
 
 bool intersects(const std::set<std::string> &a, const std::set<std::string> &b) {
     for (const std::string &n : a) {
@@ -114,10 +24,10 @@ bool intersects(const std::set<std::string> &a, const std::set<std::string> &b) 
 // Whether a let of this name may change scope: bound once in the whole statement and never used
 // outside that binding, so no other use can be captured.
 struct Movable {
-    const Names &names;
+    const IRNames &names;
     bool operator()(const std::string &n) const {
         auto it = names.binders.find(n);
-        return it != names.binders.end() && it->second == 1 && !names.free.count(n);
+        return it != names.binders.end() && it->second == 1 && !names.free_variables.count(n);
     }
 };
 
@@ -205,11 +115,11 @@ protected:
     using IRMutator::visit;
 
     Stmt visit(const LetStmt *op) override {
-        Reads reads;
-        reads.include(op->value);
-        bool invariant = !intersects(reads.vars, variant) && !intersects(reads.buffers, written);
+        IRNames reads = collect_names(op->value);
+        bool invariant =
+            !intersects(reads.free_variables, variant) && !intersects(reads.loads, written);
         // A load under a condition may be out of bounds where the condition is false.
-        bool loads = !reads.buffers.empty();
+        bool loads = !reads.loads.empty();
         if (invariant && movable(op->name) && !(loads && conditional)) {
             hoisted.emplace_back(op->name, op->value);
             hoisted_loads = hoisted_loads || loads;
@@ -252,11 +162,14 @@ protected:
             if (body.same_as(op->body)) return Stmt(op);
             return For::make(op->name, op->min, op->extent, op->for_type, body);
         }
-        Writes writes;
-        writes.include(body);
-        std::set<std::string> bound_inside = writes.binders;
+        IRNames writes = collect_names(body);
+        std::set<std::string> bound_inside;
+        for (const auto &[name, count] : writes.binders)
+            bound_inside.insert(name);
         bound_inside.insert(op->name);
-        RemoveInvariantLets remove(bound_inside, writes.buffers, movable);
+        std::set<std::string> written = writes.stores;
+        written.insert(writes.allocations.begin(), writes.allocations.end());
+        RemoveInvariantLets remove(bound_inside, written, movable);
         Stmt new_body = remove.mutate(body);
         Stmt loop = For::make(op->name, op->min, op->extent, op->for_type, new_body);
         if (remove.hoisted.empty()) {
@@ -280,8 +193,7 @@ private:
 } // namespace
 
 Stmt hoist_loop_invariants(const Stmt &s) {
-    Names names;
-    names.include(s);
+    IRNames names = collect_names(s);
     Movable movable{names};
     Stmt lifted = LiftLets(movable).mutate(s);
     return HoistLoopInvariants(movable).mutate(lifted);

@@ -8,6 +8,7 @@
 #include "lang/IRMutator.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
+#include "lang/IRToolbox.h"
 #include "lang/IRVisitor.h"
 #include "lang/Interval.h"
 #include "lang/Simplify.h"
@@ -83,25 +84,6 @@ Contents contents_of(const Stmt &s) {
     Contents c;
     c.include(s);
     return c;
-}
-
-class UsesVars : public IRVisitor {
-public:
-    explicit UsesVars(const std::set<std::string> &names) : names(names) {}
-    bool found = false;
-
-protected:
-    using IRVisitor::visit;
-    void visit(const Variable *op) override { found = found || names.count(op->name); }
-
-private:
-    const std::set<std::string> &names;
-};
-
-bool uses_any(const Expr &e, const std::set<std::string> &names) {
-    UsesVars u(names);
-    u.include(e);
-    return u.found;
 }
 
 std::vector<Stmt> flatten_block(const Stmt &s) {
@@ -821,7 +803,7 @@ private:
             for (size_t k = lets_before[i]; k-- > 0;)
                 extent = substitute(lets[k].first, lets[k].second, extent);
             extent = simplify(extent);
-            if (uses_any(extent, block_vars)) {
+            if (expr_uses_vars(extent, block_vars)) {
                 user_error("gpu_blocks: the extent of ", loop_text(blocks[i]->name), " is ", extent,
                            ", which depends on an outer gpu_blocks loop; a grid must be "
                            "rectangular, so tile by constant factors");

@@ -8,6 +8,7 @@
 #include "lang/Error.h"
 #include "lang/IRMutator.h"
 #include "lang/IROperator.h"
+#include "lang/IRToolbox.h"
 #include "lang/IRVisitor.h"
 #include "lang/Interval.h"
 #include "lang/Simplify.h"
@@ -15,25 +16,6 @@
 namespace kiln {
 
 namespace {
-
-class UsesVars : public IRVisitor {
-public:
-    explicit UsesVars(const std::set<std::string> &names) : names(names) {}
-    bool result = false;
-
-protected:
-    using IRVisitor::visit;
-    void visit(const Variable *op) override { result = result || names.count(op->name); }
-
-private:
-    const std::set<std::string> &names;
-};
-
-bool uses_any(const Expr &e, const std::set<std::string> &names) {
-    UsesVars v(names);
-    v.include(e);
-    return v.result;
-}
 
 // Whether e reads memory, binds names or calls anything: then it is not a plain affine guard.
 class IsOpaque : public IRVisitor {
@@ -74,21 +56,6 @@ void split_conjunction(const Expr &e, std::vector<Expr> &terms, bool *hinted) {
     terms.push_back(e);
 }
 
-class ExpandLets : public IRMutator {
-public:
-    explicit ExpandLets(const std::map<std::string, Expr> &lets) : lets(lets) {}
-
-protected:
-    using IRMutator::visit;
-    Expr visit(const Variable *op) override {
-        auto it = lets.find(op->name);
-        return it == lets.end() ? Expr(op) : it->second;
-    }
-
-private:
-    const std::map<std::string, Expr> &lets;
-};
-
 // Where a guard holds: v >= lower and v <= upper, either of which may be undefined.
 struct Bounds {
     std::vector<Expr> lower, upper;
@@ -106,12 +73,8 @@ protected:
     using IRVisitor::visit;
 
     void visit(const LetStmt *op) override {
-        std::optional<Expr> shadowed;
-        if (auto it = lets.find(op->name); it != lets.end()) shadowed = it->second;
-        lets[op->name] = expand(op->value);
+        ScopedBinding<Expr> let(lets, op->name, expand(op->value));
         include(op->body);
-        lets.erase(op->name);
-        if (shadowed) lets[op->name] = *shadowed;
     }
 
     void visit(const For *op) override {
@@ -119,20 +82,17 @@ protected:
         Interval range = Interval::everything();
         // A range that depends on the partitioned loop or on another inner loop is not known
         // up front; leave the variable unbounded, which makes guards on it unprovable.
-        if (!is_opaque(min) && !is_opaque(extent) && !uses_any(min, variant) &&
-            !uses_any(extent, variant)) {
+        if (!is_opaque(min) && !is_opaque(extent) && !expr_uses_vars(min, variant) &&
+            !expr_uses_vars(extent, variant)) {
             range = Interval(min, simplify(min + extent - 1));
         }
         // The loop variable hides any let of the same name.
-        std::optional<Expr> shadowed;
-        if (auto it = lets.find(op->name); it != lets.end()) shadowed = it->second;
-        lets.erase(op->name);
+        ScopedBinding<Expr> hidden(lets, op->name, std::nullopt);
         scope[op->name] = range;
         variant.insert(op->name);
         include(op->body);
         variant.erase(op->name);
         scope.erase(op->name);
-        if (shadowed) lets[op->name] = *shadowed;
     }
 
     void visit(const IfThenElse *op) override {
@@ -165,7 +125,7 @@ private:
     Scope scope;
     std::set<std::string> variant{var};
 
-    Expr expand(const Expr &e) { return ExpandLets(lets).mutate(e); }
+    Expr expand(const Expr &e) { return substitute(lets, e); }
 
     // A comparison is rewritten as f <= 0 with f = c * var + g; with G an upper bound of g over
     // the inner loops, c * var + G <= 0 is sufficient, which bounds var on one side.
@@ -177,14 +137,14 @@ private:
         if (const auto *op = term.as<GT>()) f = op->b - op->a + 1;
         if (!f.defined() || f.type() != Int(32)) return false;
         f = expand(f);
-        if (is_opaque(f) || !uses_any(f, {var})) return false;
+        if (is_opaque(f) || !expr_uses_var(f, var)) return false;
         Expr v = Variable::make(Int(32), var);
         auto c = as_const_int(simplify(substitute(var, v + 1, f) - f));
         if (!c || *c == 0) return false;
         Expr g = simplify(f - v * Expr(int(*c)));
-        if (uses_any(g, {var})) return false;
+        if (expr_uses_var(g, var)) return false;
         Expr g_max = bounds_of_expr(g, scope).max;
-        if (!g_max.defined() || uses_any(g_max, variant)) return false;
+        if (!g_max.defined() || expr_uses_vars(g_max, variant)) return false;
         if (*c > 0) {
             found.upper.push_back(simplify((0 - g_max) / Expr(int(*c))));
         } else {

@@ -7,6 +7,7 @@
 #include "lang/IRMutator.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
+#include "lang/IRToolbox.h"
 #include "lang/Simplify.h"
 
 namespace kiln {
@@ -16,28 +17,19 @@ namespace {
 // Beyond this many copies the code size costs more than the loop overhead saves.
 constexpr int64_t max_unroll_extent = 256;
 
-class UnrollLoops : public IRMutator {
+class UnrollLoops : public LetScopedMutator {
 protected:
-    using IRMutator::visit;
+    using LetScopedMutator::visit;
 
     // Lowering binds loop extents to lets (`x.loop_extent = 8`) outside the loop, so the extent
-    // is only constant once those lets are seen through.
-    Stmt visit(const LetStmt *op) override {
-        Expr value = mutate(op->value);
-        lets.emplace_back(op->name, value);
-        Stmt body = mutate(op->body);
-        lets.pop_back();
-        if (value.same_as(op->value) && body.same_as(op->body)) return Stmt(op);
-        return LetStmt::make(op->name, value, body);
-    }
-
+    // is only constant once those lets (`lets`, kept by LetScopedMutator) are seen through.
     Stmt visit(const For *op) override {
         Stmt body = mutate(op->body);
         if (op->for_type != ForType::Unrolled) {
             if (body.same_as(op->body)) return Stmt(op);
             return For::make(op->name, op->min, op->extent, op->for_type, body);
         }
-        auto extent = as_const_int(simplify(with_lets(op->extent)));
+        auto extent = as_const_int(simplify(lets.apply(op->extent)));
         if (!extent) {
             user_error("unroll: loop '", op->name, "' has extent ", op->extent,
                        ", which is not a constant; split it by a constant factor first and "
@@ -57,15 +49,6 @@ protected:
         // A loop that never runs is a no-op, which a Stmt cannot be undefined to express here.
         if (copies.empty()) return Evaluate::make(0);
         return Block::make(copies);
-    }
-
-private:
-    std::vector<std::pair<std::string, Expr>> lets;
-
-    Expr with_lets(Expr e) const {
-        for (auto it = lets.rbegin(); it != lets.rend(); ++it)
-            e = substitute(it->first, it->second, e);
-        return e;
     }
 };
 

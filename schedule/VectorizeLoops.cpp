@@ -14,6 +14,7 @@
 #include "lang/IRMutator.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
+#include "lang/IRToolbox.h"
 #include "lang/IRVisitor.h"
 #include "lang/Simplify.h"
 
@@ -23,29 +24,6 @@ namespace {
 
 constexpr int min_lanes = 2;
 constexpr int max_lanes = 64;
-
-class UsesVars : public IRVisitor {
-public:
-    explicit UsesVars(const std::set<std::string> &names) : names(names) {}
-    bool result = false;
-
-protected:
-    using IRVisitor::visit;
-    void visit(const Variable *op) override { result = result || names.count(op->name); }
-
-private:
-    const std::set<std::string> &names;
-};
-
-bool uses_any(const Expr &e, const std::set<std::string> &names) {
-    UsesVars v(names);
-    v.include(e);
-    return v.result;
-}
-
-bool uses_var(const Expr &e, const std::string &name) {
-    return uses_any(e, {name});
-}
 
 class FindsNode : public IRVisitor {
 public:
@@ -114,29 +92,13 @@ void split_conjunction(const Expr &e, std::vector<Expr> &terms) {
 
 // Whether the integer expression e is c * var + (something free of var) for a constant c.
 bool is_linear_in(const Expr &e, const std::string &var) {
-    if (!uses_var(e, var)) return true;
+    if (!expr_uses_var(e, var)) return true;
     if (e.type() != Int(32) || contains_load(e)) return false;
     Expr v = Variable::make(Int(32), var);
     auto c = as_const_int(simplify(substitute(var, v + 1, e) - e));
     if (!c) return false;
-    return !uses_var(simplify(e - v * Expr(int(*c))), var);
+    return !expr_uses_var(simplify(e - v * Expr(int(*c))), var);
 }
-
-// Replaces variables bound inside the loop by their (already expanded) values.
-class ExpandLets : public IRMutator {
-public:
-    explicit ExpandLets(const std::map<std::string, Expr> &lets) : lets(lets) {}
-
-protected:
-    using IRMutator::visit;
-    Expr visit(const Variable *op) override {
-        auto it = lets.find(op->name);
-        return it == lets.end() ? Expr(op) : it->second;
-    }
-
-private:
-    const std::map<std::string, Expr> &lets;
-};
 
 // ---- Widening -----------------------------------------------------------------------------------
 
@@ -441,7 +403,7 @@ private:
         }
         if (auto it = scalar_lets.find(name); it != scalar_lets.end())
             b.previous_scalar = it->second;
-        scalar_lets[name] = ExpandLets(scalar_lets).mutate(original);
+        scalar_lets[name] = substitute(scalar_lets, original);
         if (value.type().is_scalar()) return b;
         if (const auto *r = value.as<Ramp>()) {
             b.value = r->base;
@@ -476,7 +438,7 @@ private:
     // conjunction of comparisons linear in the loop variable: each holds on an interval of lanes,
     // so testing it on the lane at its harder end is enough. Undefined otherwise.
     Expr all_lanes_pass(const Expr &cond) {
-        Expr expanded = ExpandLets(scalar_lets).mutate(strip_likely(cond));
+        Expr expanded = substitute(scalar_lets, strip_likely(cond));
         std::vector<Expr> terms;
         split_conjunction(expanded, terms);
         Expr v = Variable::make(Int(32), var);
@@ -489,7 +451,7 @@ private:
             if (const auto *op = t.as<GT>()) a = op->a, b = op->b, upper = false;
             if (const auto *op = t.as<GE>()) a = op->a, b = op->b, upper = false;
             Expr lane = first_lane;
-            if (uses_var(t, var)) {
+            if (expr_uses_var(t, var)) {
                 if (!a.defined() || !is_linear_in(a - b, var)) return Expr();
                 Expr d = a - b;
                 auto c = as_const_int(simplify(substitute(var, v + 1, d) - d));
@@ -542,22 +504,15 @@ protected:
 
 private:
     std::map<std::string, Expr> lets;
-    Expr expand(const Expr &e) { return ExpandLets(lets).mutate(e); }
+    Expr expand(const Expr &e) { return substitute(lets, e); }
 
     // Visits body with name bound to value (or to nothing, for a loop variable).
     template <typename Body>
     void scoped(const std::string &name, const Expr &value, const Body &body) {
         include(value);
-        std::optional<Expr> shadowed;
-        if (auto it = lets.find(name); it != lets.end()) shadowed = it->second;
-        if (value.defined()) {
-            lets[name] = expand(value);
-        } else {
-            lets.erase(name);
-        }
+        ScopedBinding<Expr> binding(lets, name,
+                                    value.defined() ? std::optional(expand(value)) : std::nullopt);
         include(body);
-        lets.erase(name);
-        if (shadowed) lets[name] = *shadowed;
     }
 };
 
@@ -602,12 +557,12 @@ LaneIndependence lane_independence(const std::string &var, const Stmt &body) {
         Expr first = simplify(list.front()->index);
         for (const auto *a : list) {
             Expr index = simplify(a->index);
-            if (!uses_var(index, var)) {
+            if (!expr_uses_var(index, var)) {
                 return unsafe(detail::str("it ", a->is_store ? "stores to" : "loads from", " '", b,
                                           "' at index ", index,
                                           ", which is the same for every lane (a reduction)"));
             }
-            if (uses_any(index, m.inner_loop_vars)) {
+            if (expr_uses_vars(index, m.inner_loop_vars)) {
                 return unsafe(detail::str("it accesses '", b, "' at index ", index,
                                           ", which depends on an inner loop"));
             }
@@ -626,7 +581,7 @@ LaneIndependence lane_independence(const std::string &var, const Stmt &body) {
             // Not affine in var: fall through to unsafe.
         } else if (auto c = as_const_int(step)) {
             if (*c != 0) continue;
-        } else if (!uses_var(step, var) && !contains_load(step)) {
+        } else if (!expr_uses_var(step, var) && !contains_load(step)) {
             result.conditions.push_back(step != 0);
             continue;
         }
@@ -636,18 +591,9 @@ LaneIndependence lane_independence(const std::string &var, const Stmt &body) {
     return result;
 }
 
-class VectorizeLoops : public IRMutator {
+class VectorizeLoops : public LetScopedMutator {
 protected:
-    using IRMutator::visit;
-
-    Stmt visit(const LetStmt *op) override {
-        Expr value = mutate(op->value);
-        lets.emplace_back(op->name, value);
-        Stmt body = mutate(op->body);
-        lets.pop_back();
-        if (value.same_as(op->value) && body.same_as(op->body)) return Stmt(op);
-        return LetStmt::make(op->name, value, body);
-    }
+    using LetScopedMutator::visit;
 
     Stmt visit(const For *op) override {
         Stmt body = mutate(op->body);
@@ -655,7 +601,7 @@ protected:
             if (body.same_as(op->body)) return Stmt(op);
             return For::make(op->name, op->min, op->extent, op->for_type, body);
         }
-        auto extent = as_const_int(simplify(with_lets(op->extent)));
+        auto extent = as_const_int(simplify(lets.apply(op->extent)));
         if (!extent) {
             user_error("vectorize: loop '", op->name, "' has extent ", op->extent,
                        ", which is not a constant; split it by a constant factor first and "
@@ -692,15 +638,6 @@ protected:
                       << "\n";
         }
         return serial;
-    }
-
-private:
-    std::vector<std::pair<std::string, Expr>> lets;
-
-    Expr with_lets(Expr e) const {
-        for (auto it = lets.rbegin(); it != lets.rend(); ++it)
-            e = substitute(it->first, it->second, e);
-        return e;
     }
 };
 
