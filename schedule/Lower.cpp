@@ -20,6 +20,7 @@
 #include "schedule/StorageFlattening.h"
 #include "schedule/UnrollLoops.h"
 #include "schedule/VectorizeLoops.h"
+#include "schedule/VerifyLowered.h"
 
 namespace kiln {
 
@@ -118,6 +119,9 @@ LoweredFunc lower_impl(const std::vector<Func> &outputs, const std::string &name
     result.args = args;
     result.body = s;
     result.kernels = std::move(kernels);
+#ifndef NDEBUG
+    verify_lowered(result);
+#endif
     return result;
 }
 

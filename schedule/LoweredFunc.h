@@ -6,7 +6,9 @@
 //    buffer's type, relative to its host pointer (the element at the minimum coordinate).
 //  - For each buffer argument `b` of d dimensions, the Variables `b.min.<i>`, `b.extent.<i>` and
 //    `b.stride.<i>` (int32, names from lang/Param.h) are in scope, read from its descriptor.
-//  - Scalar arguments are in scope as Variables of their name and type.
+//  - Scalar arguments are in scope as Variables of their name and type; the descriptor of a
+//    buffer argument, and of an Allocate inside its body, as `<buffer>.buffer` (the argument of
+//    the device intrinsics below).
 //  - AssertStmt failure makes the function return kiln_error_assertion_failed (or the code given
 //    by an `error_code` suffix convention of the backend) after recording its message.
 //  - Parallel loops run through the runtime's kiln_parallel_for; Heap allocations use

@@ -54,6 +54,7 @@
 #include "lang/IROperator.h"
 #include "lang/IRVisitor.h"
 #include "schedule/OffloadGPULoops.h"
+#include "schedule/VerifyLowered.h"
 #include "tests/pipeline/GPUTestUtil.h"
 
 namespace kiln {
@@ -1679,6 +1680,7 @@ std::string run_case(Case &c, bool check_cuda) {
         Pipeline p(inst.output);
         CompiledPipeline compiled = p.compile_jit(opencl_target());
         timings.compile += seconds_since(start);
+        verify_lowered(compiled.lowered());
         timings.kernels += int(compiled.lowered().kernels.size());
         start = std::chrono::steady_clock::now();
         compiled.realize_into(outputs);

@@ -32,6 +32,7 @@
 #include "kiln.h"
 #include "lang/IREquality.h"
 #include "lang/IRVisitor.h"
+#include "schedule/VerifyLowered.h"
 
 namespace kiln {
 namespace {
@@ -1308,6 +1309,7 @@ std::string run_case(Case &c) {
         auto start = std::chrono::steady_clock::now();
         CompiledPipeline compiled = Pipeline(inst.output).compile_jit();
         timings.compile += seconds_since(start);
+        verify_lowered(compiled.lowered());
         start = std::chrono::steady_clock::now();
         compiled.realize_into(outputs);
         timings.run += seconds_since(start);
