@@ -2,7 +2,7 @@
 // the CMake function kiln_add_kernel (cmake/KilnKernel.cmake).
 //
 //   // my_gen.cpp, linked with kiln::generator (which supplies main())
-//   #include "driver/Generator.h"   // includes kiln.h
+//   #include "driver/Generator.h"   // includes the front end (what kiln.h has)
 //   KILN_REGISTER_GENERATOR(brighten, [](kiln::GeneratorContext &ctx) -> kiln::Pipeline {
 //       kiln::ImageParam in(kiln::Float(32), 2, "in");
 //       kiln::Param<float> gain("gain");
@@ -27,10 +27,23 @@
 #include <string>
 #include <vector>
 
+// Generators define pipelines: the whole front end (what kiln.h has but this header).
 #include "codegen/AOT.h"
 #include "codegen/Target.h"
 #include "driver/Pipeline.h"
-#include "kiln.h" // generators define pipelines: the whole front end
+#include "lang/BoundaryConditions.h"
+#include "lang/Buffer.h"
+#include "lang/Error.h"
+#include "lang/Func.h"
+#include "lang/IR.h"
+#include "lang/IROperator.h"
+#include "lang/IRPrinter.h"
+#include "lang/Param.h"
+#include "lang/Reduce.h"
+#include "lang/ReferenceEvaluator.h"
+#include "lang/Var.h"
+#include "schedule/Lower.h"
+#include "schedule/ScheduleTrace.h"
 
 namespace kiln {
 

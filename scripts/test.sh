@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, configures, builds and runs the whole suite, first
-# in the release configuration, then under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The test command: installs what is missing, checks the module table, then configures, builds
+# and runs the whole suite, first in the release configuration, then under AddressSanitizer +
+# UndefinedBehaviorSanitizer.
 #   bash scripts/test.sh            # both configurations
 #   bash scripts/test.sh --fast     # release configuration only
 #   bash scripts/test.sh --long     # also long fuzz runs (KILN_FUZZ_ITERATIONS scaled up)
@@ -27,6 +28,9 @@ run_suite() {
     cmake --build "$dir" -j"$jobs"
     (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 1800)
 }
+
+echo "== module table (includes and links against docs/ARCHITECTURE.md)"
+python3 scripts/check-includes.py
 
 echo "== release build and tests"
 run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo

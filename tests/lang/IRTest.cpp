@@ -7,10 +7,20 @@
 #include <map>
 #include <string>
 
-#include "kiln.h"
+#include "lang/BoundaryConditions.h"
+#include "lang/Buffer.h"
+#include "lang/Error.h"
+#include "lang/Func.h"
+#include "lang/IR.h"
 #include "lang/IREquality.h"
 #include "lang/IRMutator.h"
+#include "lang/IROperator.h"
+#include "lang/IRPrinter.h"
 #include "lang/IRVisitor.h"
+#include "lang/Param.h"
+#include "lang/Reduce.h"
+#include "lang/ReferenceEvaluator.h"
+#include "lang/Var.h"
 
 namespace kiln {
 namespace {
