@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "driver/Pipeline.h"
 #include "codegen/Target.h"
+#include "driver/Pipeline.h"
 #include "lang/Buffer.h"
 #include "lang/Func.h"
 #include "lang/Param.h"
@@ -30,11 +30,11 @@ namespace kiln::apps {
 /// One operator built at one shape: a fresh algorithm (its Funcs carry no schedule but the
 /// defaults until one is applied), its inputs and deterministic pseudo-random input data.
 struct OperatorInstance {
-    std::vector<int64_t> shape;        ///< one value per Operator::shape_names
-    std::vector<ImageParam> inputs;    ///< the algorithm's buffer inputs, in argument order
+    std::vector<int64_t> shape;         ///< one value per Operator::shape_names
+    std::vector<ImageParam> inputs;     ///< the algorithm's buffer inputs, in argument order
     std::vector<BufferBase> input_data; ///< the data bound to `inputs` by bind_inputs()
-    Func output;                       ///< the single output Func
-    std::vector<int> output_extents;   ///< the region computed, from 0 in each dimension
+    Func output;                        ///< the single output Func
+    std::vector<int> output_extents;    ///< the region computed, from 0 in each dimension
     /// Intermediate Funcs a schedule may name (e.g. "blur_x"), for hand schedules and the tuner.
     std::vector<Func> stages;
 

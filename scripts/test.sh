@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, checks the module table, then configures, builds
-# and runs the whole suite, first in the release configuration, then under AddressSanitizer +
-# UndefinedBehaviorSanitizer.
+# The test command: installs what is missing, checks the module table and the formatting, then
+# configures, builds and runs the whole suite, first in the release configuration, then under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
 #   bash scripts/test.sh            # both configurations
 #   bash scripts/test.sh --fast     # release configuration only
 #   bash scripts/test.sh --long     # also long fuzz runs (KILN_FUZZ_ITERATIONS scaled up)
@@ -31,6 +31,9 @@ run_suite() {
 
 echo "== module table (includes and links against docs/ARCHITECTURE.md)"
 python3 scripts/check-includes.py
+echo "== clang-format"
+# Every tracked C/C++ file, formatted by the project's .clang-format (no third-party code here).
+git ls-files -z '*.h' '*.hpp' '*.c' '*.cc' '*.cpp' | xargs -0 clang-format --dry-run --Werror
 
 echo "== release build and tests"
 run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo

@@ -109,7 +109,8 @@ static void test_operator_matmul(void) {
     for (i = 0; i < S; i++) {
         for (j = 0; j < S; j++) {
             double want = 0;
-            for (k = 0; k < S; k++) want += (double)a[i * S + k] * b[k * S + j];
+            for (k = 0; k < S; k++)
+                want += (double)a[i * S + k] * b[k * S + j];
             if (fabs(c[i * S + j] - want) > max_err) max_err = fabs(c[i * S + j] - want);
         }
     }

@@ -497,8 +497,8 @@ TEST(PipelineErrors, AKilnLlvmPipelineThatDoesNotParseIsReported) {
 TEST(Pipeline, AFusedFuncComputedInTilesPastTheEndInBothDimensionsComputesNothingThere) {
     Buffer<int> in = ramp_buffer({3, 3}, "fused_empty_in");
     Func g("fused_empty_g"), h("fused_empty_h");
-    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xoo("xoo"), xoi("xoi"),
-        yoo("yoo"), yoi("yoi"), xy("xy");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xoo("xoo"), xoi("xoi"), yoo("yoo"),
+        yoi("yoi"), xy("xy");
     g(x, y) = in(x, y) * 5;
     h(x, y) = g(x, y) + 2;
     h.split(x, xo, xi, 2, TailStrategy::GuardWithIf)

@@ -102,11 +102,11 @@ int fake_limits(int64_t *threads, int64_t *shared) {
 
 const kiln_device_interface_t fake_table = {
     "fake",   fake_malloc,      fake_free,    fake_copy_to_device, fake_copy_to_host,
-    fake_run, fake_synchronize, fake_release, fake_limits, fake_description,
+    fake_run, fake_synchronize, fake_release, fake_limits,         fake_description,
 };
 const kiln_device_interface_t other_table = {
     "other",  other_malloc,     fake_free,    fake_copy_to_device, fake_copy_to_host,
-    fake_run, fake_synchronize, fake_release, fake_limits, fake_description,
+    fake_run, fake_synchronize, fake_release, fake_limits,         fake_description,
 };
 
 const kiln_device_interface_t *fake_interface() {
