@@ -336,11 +336,9 @@ TEST(GPUTune, GPUTemplatePointsLowerToKernels) {
     }
 }
 
-// matmul's GPU hand schedule and template lower (tests/apps/GPUHandScheduleTest.cpp), but the
-// device printer does not terminate on its all-capitals buffer names A, B and C (see there):
-// every build would run into the compile timeout. Kept as the reproducer of the brief's matmul
-// run; enable once codegen's NameTable::fresh handles such names.
-TEST(GPUTune, DISABLED_Matmul64OnOpenCL) {
+// A short real tuning job of matmul on OpenCL (its buffers A, B and C exercise the device
+// printer's renaming of all-capitals names).
+TEST(GPUTune, Matmul64OnOpenCL) {
     REQUIRE_OPENCL();
     TempDir dir;
     TuneOptions o = quick_gpu("matmul", {64, 64, 64}, dir / "k.db");
