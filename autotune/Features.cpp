@@ -5,7 +5,11 @@
 #include <map>
 #include <optional>
 
+#include "lang/IROperator.h"
+#include "lang/IRToolbox.h"
 #include "lang/IRVisitor.h"
+#include "lang/Param.h"
+#include "lang/Simplify.h"
 
 namespace kiln::autotune {
 
@@ -20,7 +24,7 @@ float lg(double v) {
 
 class Analysis : public IRVisitor {
 public:
-    std::map<std::string, int64_t> env;
+    std::map<std::string, Expr> env; ///< names known to be constants, and their values
 
     // Per execution of the innermost frame.
     struct Frame {
@@ -35,35 +39,17 @@ public:
     double outer_parallel_extent = 0, alloc_bytes = 0;
     int allocations = 0, depth = 0, max_depth = 0;
 
+    /// The value of e when the known constants make it one: the simplifier decides, with the IR's
+    /// own (Euclidean) division.
     std::optional<int64_t> eval(const Expr &e) const {
         if (!e.defined()) return std::nullopt;
-        if (const IntImm *i = e.as<IntImm>()) return i->value;
-        if (const Variable *v = e.as<Variable>()) {
-            auto it = env.find(v->name);
-            if (it == env.end()) return std::nullopt;
-            return it->second;
-        }
-        auto bin = [&](const auto *op, auto fn) -> std::optional<int64_t> {
-            auto a = eval(op->a), b = eval(op->b);
-            if (!a || !b) return std::nullopt;
-            return fn(*a, *b);
-        };
-        if (const Add *op = e.as<Add>()) return bin(op, [](int64_t a, int64_t b) { return a + b; });
-        if (const Sub *op = e.as<Sub>()) return bin(op, [](int64_t a, int64_t b) { return a - b; });
-        if (const Mul *op = e.as<Mul>()) return bin(op, [](int64_t a, int64_t b) { return a * b; });
-        if (const Min *op = e.as<Min>())
-            return bin(op, [](int64_t a, int64_t b) { return std::min(a, b); });
-        if (const Max *op = e.as<Max>())
-            return bin(op, [](int64_t a, int64_t b) { return std::max(a, b); });
-        if (const Div *op = e.as<Div>()) {
-            auto a = eval(op->a), b = eval(op->b);
-            if (!a || !b || *b == 0) return std::nullopt;
-            int64_t q = *a / *b;
-            if ((*a % *b != 0) && ((*a < 0) != (*b < 0))) q--;
-            return q;
-        }
-        if (const Cast *op = e.as<Cast>()) return eval(op->value);
-        return std::nullopt;
+        return as_const_int(simplify(substitute(env, e)));
+    }
+
+    /// Records the value of a let when it is a constant.
+    void bind(const std::string &name, const Expr &value) {
+        Expr v = simplify(substitute(env, value));
+        if (as_const_int(v)) env[name] = v;
     }
 
     void count(const Type &t, bool memory, bool store) {
@@ -83,14 +69,12 @@ protected:
 
     void visit(const LetStmt *op) override {
         include(op->value);
-        auto v = eval(op->value);
-        if (v) env[op->name] = *v;
+        bind(op->name, op->value);
         include(op->body);
     }
     void visit(const Let *op) override {
         include(op->value);
-        auto v = eval(op->value);
-        if (v) env[op->name] = *v;
+        bind(op->name, op->value);
         include(op->body);
     }
     void visit(const Load *op) override {
@@ -188,22 +172,22 @@ std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::Operator
     for (size_t i = 0; i < inst.inputs.size() && i < inst.input_data.size(); i++) {
         const std::string &name = inst.inputs[i].name();
         const BufferBase &b = inst.input_data[i];
-        int64_t stride = 1;
+        int stride = 1;
         for (int d = 0; d < b.dimensions(); d++) {
-            a.env[name + ".min." + std::to_string(d)] = 0;
-            a.env[name + ".extent." + std::to_string(d)] = b.dim(d).extent;
-            a.env[name + ".stride." + std::to_string(d)] = stride;
-            stride *= b.dim(d).extent;
+            a.env[buffer_min_name(name, d)] = Expr(0);
+            a.env[buffer_extent_name(name, d)] = Expr(int(b.dim(d).extent));
+            a.env[buffer_stride_name(name, d)] = Expr(stride);
+            stride *= int(b.dim(d).extent);
         }
     }
     for (const LoweredArgument &arg : f.args) {
         if (!arg.is_output) continue;
-        int64_t stride = 1;
-        for (size_t d = 0; d < inst.output_extents.size(); d++) {
-            a.env[arg.name + ".min." + std::to_string(d)] = 0;
-            a.env[arg.name + ".extent." + std::to_string(d)] = inst.output_extents[d];
-            a.env[arg.name + ".stride." + std::to_string(d)] = stride;
-            stride *= inst.output_extents[d];
+        int stride = 1;
+        for (int d = 0; d < int(inst.output_extents.size()); d++) {
+            a.env[buffer_min_name(arg.name, d)] = Expr(0);
+            a.env[buffer_extent_name(arg.name, d)] = Expr(int(inst.output_extents[d]));
+            a.env[buffer_stride_name(arg.name, d)] = Expr(stride);
+            stride *= int(inst.output_extents[d]);
         }
     }
     a.include(f.body);

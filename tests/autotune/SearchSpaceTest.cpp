@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <set>
 
@@ -234,6 +235,20 @@ TEST(Features, SeeVectorWidthAndParallelLoops) {
     EXPECT_EQ(at(a, "parallel_loops"), 0);
     EXPECT_EQ(at(b, "parallel_loops"), 1);
     EXPECT_GT(at(a, "log2_flops"), 0);
+}
+
+TEST(Features, EvaluateLoopExtentsWithTheIRsEuclideanDivision) {
+    // A loop of extent (-7) / (-2): 4 with the IR's Euclidean division (-7 = 4 * -2 + 1), where a
+    // floor division would say 3.
+    LoweredFunc f;
+    f.name = "f";
+    Expr e = Variable::make(Int(32), "e");
+    f.body = LetStmt::make(
+        "e", Div::make(Expr(-7), Expr(-2)),
+        For::make("x", 0, e, ForType::Serial, Store::make("out", Expr(1.0f), Expr(0))));
+    apps::OperatorInstance inst;
+    std::vector<float> v = loop_nest_features(f, inst);
+    EXPECT_FLOAT_EQ(v[0], std::log2(1.0f + 4.0f)); // log2_extent_level0
 }
 
 TEST(SearchSpace, BlurAndConv2dTemplatesScheduleCorrectly) {
