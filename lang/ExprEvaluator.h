@@ -1,13 +1,12 @@
 // Evaluates an expression to constants, lane by lane, following the Semantics block of IR.h
-// exactly (wrapping integers, Euclidean division, float32 rounding). It is the arithmetic core of
-// the reference evaluator and the oracle of the simplifier and interval fuzzers, so it shares no
-// code with either.
+// exactly (wrapping integers, Euclidean division, saturating float-to-integer casts, float32
+// rounding). It is the arithmetic core of the reference evaluator and the oracle of the simplifier
+// and interval fuzzers, so it shares no code with either.
 //
 // Where IR.h leaves a choice, the evaluator (and the simplifier's constant folding) take these:
-// a float to integer cast truncates toward zero and saturates out-of-range values to the type's
-// limits, NaN giving 0 (LLVM's fptosi.sat); float min(a, b) is a < b ? a : b and max(a, b) is
-// a > b ? a : b, so a NaN first operand yields the second; float a % b is a - b * floor(a / b),
-// each step rounded to the type; a masked-off lane of a predicated Load is 0.
+// float min(a, b) is a < b ? a : b and max(a, b) is a > b ? a : b, so a NaN first operand yields
+// the second; float a % b is a - b * floor(a / b), each step rounded to the type; a masked-off
+// lane of a predicated Load is 0.
 #pragma once
 
 #include <functional>

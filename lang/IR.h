@@ -11,8 +11,10 @@
 // - Floating point follows IEEE 754 with round-to-nearest-even in the declared precision (float32
 //   operations round to float32), without contraction into fused multiply-add unless written as
 //   fma(); a fast-math target flag relaxes this.
-// - Casts from float to integer truncate toward zero; values out of range are unspecified (but not
-//   undefined). Casts between integer types wrap. Casts to bool compare with zero.
+// - Casts from float to integer truncate toward zero and saturate: a value out of range gives the
+//   type's minimum or maximum, NaN gives zero (LLVM's fptosi.sat/fptoui.sat; every layer, from
+//   the evaluator and the simplifier to both backends, does this). Casts between integer types
+//   wrap. Casts to bool compare with zero.
 // - Comparisons produce bool; And/Or take bool operands and evaluate both (no short circuit).
 // - Select evaluates both branches; a Load in an untaken branch must still be in bounds, so
 //   boundary conditions clamp indices rather than guard loads.
