@@ -5,6 +5,7 @@
 #include <string>
 
 #include "lang/Error.h"
+#include "lang/IREquality.h"
 #include "lang/IRMutator.h"
 #include "lang/IROperator.h"
 #include "lang/IRToolbox.h"
@@ -146,16 +147,21 @@ private:
         include(op->value);
         with_binding(op->name, bounds_of_expr(op->value, scope), [&] { include(op->body); });
     }
-    /// e with the values of enclosing lets substituted (two levels) and simplified: bounding
-    /// `f.x.max - f.x.min + 1` term by term would lose that both ends move together.
+    /// e with the values of enclosing lets substituted and simplified: bounding
+    /// `f.x.max - f.x.min + 1` term by term would lose that both ends move together. Each level
+    /// substitutes, in name order, what the previous one's simplification left; chains of loop
+    /// bounds (a split's steady end of a loop max of a loop extent of a max and a min) need up to
+    /// four, and the loop stops at the first level that changes nothing.
     Expr expand_lets(const Expr &e) const {
         Expr r = e;
-        for (int level = 0; level < 2; level++) {
-            r = ExpandLetsInNameOrder(let_values).mutate(r);
-            r = simplify(r);
+        for (int level = 0; level < max_expand_levels; level++) {
+            Expr next = simplify(ExpandLetsInNameOrder(let_values).mutate(r));
+            if (equal(next, r)) break;
+            r = next;
         }
         return r;
     }
+    static constexpr int max_expand_levels = 6;
 
     void visit(const LetStmt *op) override {
         if (unrelated(op)) return;

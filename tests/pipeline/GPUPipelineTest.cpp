@@ -145,6 +145,29 @@ TEST_P(GPUPipeline, MatmulWithSharedTilesAndSeveralOutputsPerThread) {
     expect_valid_cuda(p);
 }
 
+// An update split inside a block (several outputs per thread) that reads its inputs directly:
+// the inputs are needed over the block's tile only. (Bounds of the split's loops were bounded
+// term by term, as if the tile's two ends moved independently with the block, and the buffer
+// checks asked for 3 more tiles of B than exist.)
+TEST_P(GPUPipeline, UpdateSplitInsideABlockNeedsOnlyTheTilesOfItsInputs) {
+    const int N = 64, M = 48, K = 20;
+    Buffer<float> A = pattern<float>({K, M}, "gpu_us_A", 3);
+    Buffer<float> B = pattern<float>({N, K}, "gpu_us_B", 5);
+    Func prod("gpu_us_prod"), C("gpu_us_C");
+    Var j("j"), i("i"), jo("jo"), io("io"), ji("ji"), ii("ii"), jt("jt"), jr("jr");
+    RDom k(0, K, "k");
+    prod(j, i) = 0.f;
+    prod(j, i) += A(k, i) * B(j, k);
+    C(j, i) = prod(j, i);
+    Buffer<float> want = reference_realize(C, {N, M});
+    C.gpu_tile(j, i, jo, io, ji, ii, 16, 16);
+    prod.compute_at(C, jo).gpu_threads(j, i);
+    prod.update(0).split(j, jt, jr, 2).reorder(k, jr, jt, i).gpu_threads(jt, i);
+    Pipeline p(C);
+    expect_near_buffer(want, Buffer<float>(p.realize({N, M}, target())));
+    expect_valid_cuda(p);
+}
+
 TEST_P(GPUPipeline, SoftmaxRowsWithABlockPerRow) {
     const int W = 50, H = 7;
     Buffer<float> in = pattern<float>({W, H}, "gpu_softmax_in", 7);
