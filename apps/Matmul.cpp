@@ -42,32 +42,45 @@ OperatorInstance make_matmul(const std::vector<int64_t> &shape) {
 // is an 8 x 32 tile of C held in 16 zmm accumulators (prod, computed at the row block): for each
 // k, two vector loads from B_panel, eight broadcasts of A and sixteen vfmadd231ps. Small shapes use
 // smaller tiles so that the tiles fit inside the output.
-// The GPU kernel (target.gpu != None), as in GPUPipelineTest's matmul: a block computes a
-// 16 x 16 tile of C with 16 x 16 threads; prod, the block's tile of sums, lives in shared memory.
-// The K loop steps by 8; at each step the block's threads first copy the 8 x 16 panel of B
-// (B_panel) into shared memory, then each thread accumulates its output over those 8 values of
-// k. A has no stage of its own in the algorithm, so its rows are read from global memory.
-// One output per thread: splitting prod's update loops (several outputs per thread, as the
-// pipeline test does for staged inputs) makes the bounds of A and B read directly by the update
-// grow by a tile per block (a lowering issue, see the report of this change), which the run-time
-// checks reject. Small shapes halve the tiles until they fit inside the output.
+// The GPU kernel (target.gpu != None): a block computes a 64 x 64 tile of C with 16 x 16 threads,
+// each thread a 4 x 4 group of outputs; prod, the block's tile of sums, lives in shared memory.
+// The K loop steps by 16; at each step the block's threads first copy the 16 x 64 panel of B
+// (B_panel) into shared memory, 4 values each, then each thread accumulates its 16 outputs over
+// those 16 values of k. A has no stage of its own in the algorithm, so its rows are read from
+// global memory. Small shapes halve the tiles until they fit inside the output.
 void schedule_matmul_gpu(OperatorInstance &inst) {
     int M = int(inst.shape[0]), N = int(inst.shape[1]);
-    int tile_j = 16, tile_i = 16, k_step = 8;
-    while (tile_j > 1 && tile_j > N)
+    int tile_j = 64, tile_i = 64, out_j = 4, out_i = 4, k_step = 16;
+    while (tile_j > out_j && tile_j > N)
         tile_j /= 2;
-    while (tile_i > 1 && tile_i > M)
+    while (tile_i > out_i && tile_i > M)
         tile_i /= 2;
     Func C = inst.output, B_panel = inst.stages[0], prod = inst.stages[1];
-    Var j("j"), i("i"), jo("jo"), io("io"), ji("ji"), ii("ii"), kv("kv");
+    Var j("j"), i("i"), jo("jo"), io("io"), ji("ji"), ii("ii"), kv("kv"), jt("jt"), jr("jr"),
+        it("it"), ir("ir");
     VarOrRVar ko("k.x_o", true), ki("k.x_i", true);
-    C.gpu_tile(j, i, jo, io, ji, ii, tile_j, tile_i);
-    prod.compute_at(C, jo).store_in(MemoryType::GPUShared).gpu_threads(j, i);
+    C.tile(j, i, jo, io, ji, ii, tile_j, tile_i)
+        .split(ji, jt, jr, out_j)
+        .split(ii, it, ir, out_i)
+        .reorder(jr, ir, jt, it, jo, io)
+        .gpu_blocks(jo, io)
+        .gpu_threads(jt, it);
+    prod.compute_at(C, jo).store_in(MemoryType::GPUShared);
+    prod.split(j, jt, jr, out_j)
+        .split(i, it, ir, out_i)
+        .reorder(jr, ir, jt, it)
+        .gpu_threads(jt, it);
     prod.update(0)
         .split(VarOrRVar("k.x", true), ko, ki, k_step)
-        .reorder(ki, j, i, ko)
-        .gpu_threads(j, i);
-    B_panel.compute_at(prod, ko).store_in(MemoryType::GPUShared).gpu_threads(j, kv);
+        .split(j, jt, jr, out_j)
+        .split(i, it, ir, out_i)
+        .reorder(ki, jr, ir, jt, it, ko)
+        .gpu_threads(jt, it);
+    B_panel.compute_at(prod, ko)
+        .store_in(MemoryType::GPUShared)
+        .split(j, jt, jr, out_j)
+        .reorder(jr, jt, kv)
+        .gpu_threads(jt, kv);
 }
 
 void schedule_matmul(OperatorInstance &inst, const Target &target) {

@@ -29,30 +29,34 @@ std::string limit_text(const char *what, int64_t v) {
     return std::string(what) + " (" + std::to_string(v) + ")";
 }
 
-// matmul: a block computes a tile_j x tile_i tile of C, a thread per output; prod, the block's
-// sums, lives in shared memory; the K loop steps by k_step, and with b_shared the block first
-// copies the k_step x tile_j panel of B (B_panel) into shared memory at each step (else B is read
-// from global memory). A is always read from global memory: the algorithm has no stage of A to
-// stage. Several outputs per thread are left out: splitting prod's update loops inside the block
-// makes the bounds of A and B grow by a tile per block (see apps/Matmul.cpp).
+// matmul: a block computes a tile_j x tile_i tile of C, each thread an out_j x out_i group of
+// outputs; prod, the block's sums, lives in shared memory; the K loop steps by k_step, and with
+// b_shared the block first copies the k_step x tile_j panel of B (B_panel) into shared memory at
+// each step, out_j values per thread (else B is read from global memory). A is always read from
+// global memory: the algorithm has no stage of A to stage.
 SearchSpace matmul_gpu_template(const std::vector<int64_t> &shape, const GpuLimits &limits) {
     const int64_t M = shape[0], N = shape[1], K = shape[2];
     const int64_t threads = max_threads(limits), shared = max_shared(limits);
     SearchSpace s("matmul_gpu");
-    s.add_powers_of_two("tile_j", 4, 64);
-    s.add_powers_of_two("tile_i", 1, 64);
+    s.add_powers_of_two("tile_j", 4, 128);
+    s.add_powers_of_two("tile_i", 1, 128);
+    s.add_powers_of_two("out_j", 1, 8);
+    s.add_powers_of_two("out_i", 1, 8);
     s.add_powers_of_two("k_step", 2, 64);
     s.add_bool("b_shared");
     s.add_constraint("tile_j <= N and tile_i <= M", [M, N](const ConfigView &c) {
         return c.i("tile_j") <= std::max<int64_t>(N, 4) && c.i("tile_i") <= M;
     });
+    s.add_constraint("out_j <= tile_j and out_i <= tile_i", [](const ConfigView &c) {
+        return c.i("out_j") <= c.i("tile_j") && c.i("out_i") <= c.i("tile_i");
+    });
     s.add_constraint("k_step <= K",
                      [K](const ConfigView &c) { return c.i("k_step") <= std::max<int64_t>(K, 2); });
     s.add_constraint(limit_text("threads per block <= device limit", threads),
                      [threads](const ConfigView &c) {
-                         int64_t y = c.i("tile_i");
+                         int64_t y = c.i("tile_i") / c.i("out_i");
                          if (c.b("b_shared")) y = std::max(y, c.i("k_step"));
-                         return c.i("tile_j") * y <= threads;
+                         return c.i("tile_j") / c.i("out_j") * y <= threads;
                      });
     s.add_constraint(limit_text("shared memory per block <= device limit", shared),
                      [shared](const ConfigView &c) {
@@ -63,17 +67,31 @@ SearchSpace matmul_gpu_template(const std::vector<int64_t> &shape, const GpuLimi
     s.set_apply([](apps::OperatorInstance &inst, const ConfigView &c) {
         Func C = inst.output, B_panel = inst.stages.at(0), prod = inst.stages.at(1);
         VarOrRVar ko("k.x_o", true), ki("k.x_i", true);
-        C.gpu_tile(V("j"), V("i"), V("jo"), V("io"), V("ji"), V("ii"), int(c.i("tile_j")),
-                   int(c.i("tile_i")));
-        prod.compute_at(C, V("jo")).store_in(MemoryType::GPUShared).gpu_threads(V("j"), V("i"));
+        int out_j = int(c.i("out_j")), out_i = int(c.i("out_i"));
+        C.tile(V("j"), V("i"), V("jo"), V("io"), V("ji"), V("ii"), int(c.i("tile_j")),
+               int(c.i("tile_i")))
+            .split(V("ji"), V("jt"), V("jr"), out_j)
+            .split(V("ii"), V("it"), V("ir"), out_i)
+            .reorder(V("jr"), V("ir"), V("jt"), V("it"), V("jo"), V("io"))
+            .gpu_blocks(V("jo"), V("io"))
+            .gpu_threads(V("jt"), V("it"));
+        prod.compute_at(C, V("jo")).store_in(MemoryType::GPUShared);
+        prod.split(V("j"), V("jt"), V("jr"), out_j)
+            .split(V("i"), V("it"), V("ir"), out_i)
+            .reorder(V("jr"), V("ir"), V("jt"), V("it"))
+            .gpu_threads(V("jt"), V("it"));
         prod.update(0)
             .split(VarOrRVar("k.x", true), ko, ki, int(c.i("k_step")))
-            .reorder(ki, V("j"), V("i"), ko)
-            .gpu_threads(V("j"), V("i"));
+            .split(V("j"), V("jt"), V("jr"), out_j)
+            .split(V("i"), V("it"), V("ir"), out_i)
+            .reorder(ki, V("jr"), V("ir"), V("jt"), V("it"), ko)
+            .gpu_threads(V("jt"), V("it"));
         if (c.b("b_shared"))
             B_panel.compute_at(prod, ko)
                 .store_in(MemoryType::GPUShared)
-                .gpu_threads(V("j"), V("kv"));
+                .split(V("j"), V("jt"), V("jr"), out_j)
+                .reorder(V("jr"), V("jt"), V("kv"))
+                .gpu_threads(V("jt"), V("kv"));
     });
     return s;
 }

@@ -286,7 +286,12 @@ TEST(GPUTune, GPUTemplatePointsLowerToKernels) {
     std::vector<Case> cases = {
         {"matmul",
          {64, 64, 64},
-         {{"tile_j", 16}, {"tile_i", 16}, {"k_step", 8}, {"b_shared", true}}},
+         {{"tile_j", 64},
+          {"tile_i", 64},
+          {"out_j", 4},
+          {"out_i", 4},
+          {"k_step", 16},
+          {"b_shared", true}}},
         {"conv2d",
          {4, 16, 8, 16},
          {{"tile_x", 16}, {"tile_y", 8}, {"tile_co", 8}, {"unroll_co", false}}},
