@@ -180,8 +180,8 @@ run_checks() {
     fi
     echo '```' | tee -a "$report"
     local trace_args=()
-    if "$bin/kiln" db best matmul --db "$db" --trace >"$db.trace.json" 2>/dev/null &&
-        [ -s "$db.trace.json" ]; then
+    if "$bin/kiln" db best matmul --db "$db" --top 1 --trace 2>/dev/null |
+        sed -n 's/^  trace: //p' | head -n 1 >"$db.trace.json" && [ -s "$db.trace.json" ]; then
         trace_args=(--trace "matmul=$db.trace.json")
     fi
     {
