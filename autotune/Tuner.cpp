@@ -1,11 +1,14 @@
 #include "autotune/Tuner.h"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <memory>
@@ -198,8 +201,6 @@ public:
           device(target.has_gpu() ? open_gpu_device(target) : GpuDevice{}),
           space(space_for(op, shape, o.space, target, &device.limits)),
           db(tuning_db::Database::open(o.db_path)), strategy(make_strategy(o.strategy, o.seed)) {
-        if (opt.jobs < 1)
-            throw CompileError("--jobs must be at least 1, got " + std::to_string(opt.jobs));
         threads = opt.threads > 0 ? opt.threads : default_threads();
         worker_path = opt.worker_path.empty() ? default_worker_path() : opt.worker_path;
         workload = workload_key(op, shape);
@@ -777,7 +778,71 @@ TuneResult Tuner::run() {
 
 } // namespace
 
+namespace {
+
+std::string number_text(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+void require_positive_seconds(const char *name, double v) {
+    if (!(v > 0) || !std::isfinite(v))
+        throw CompileError(std::string(name) + " " + number_text(v) +
+                           ": a positive number of seconds");
+}
+
+} // namespace
+
+void validate(const TuneOptions &o) {
+    if (o.trials < 0)
+        throw CompileError("--trials " + std::to_string(o.trials) +
+                           ": 0 (no limit) or a positive number of trials");
+    if (!(o.time_s >= 0) || !std::isfinite(o.time_s))
+        throw CompileError("--time " + number_text(o.time_s) +
+                           ": a positive duration, e.g. 90s, 30m or 8h");
+    int max_threads = 4 * default_threads();
+    if (o.threads < 0 || o.threads > max_threads)
+        throw CompileError("--threads " + std::to_string(o.threads) + ": 0 (all " +
+                           std::to_string(default_threads()) + " hardware threads) or 1.." +
+                           std::to_string(max_threads) + " (4 x hardware threads)");
+    require_positive_seconds("--timeout", o.timeout_s);
+    require_positive_seconds("--first-timeout", o.first_timeout_s);
+    require_positive_seconds("--compile-timeout", o.compile_timeout_s);
+    if (!(o.min_time_ms > 0) || !std::isfinite(o.min_time_ms))
+        throw CompileError("--min-time-ms " + number_text(o.min_time_ms) +
+                           ": a positive number of milliseconds");
+    if (o.remeasure < 0)
+        throw CompileError("--remeasure " + std::to_string(o.remeasure) +
+                           ": 0 (none) or a positive number of configs");
+    if (o.jobs < 1)
+        throw CompileError("--jobs " + std::to_string(o.jobs) + ": at least 1 worker process");
+    const std::vector<std::string> &names = strategy_names();
+    if (std::find(names.begin(), names.end(), o.strategy) == names.end()) {
+        std::string list;
+        for (const std::string &n : names)
+            list += (list.empty() ? "" : ", ") + n;
+        throw CompileError("--strategy " + o.strategy + ": unknown strategy '" + o.strategy +
+                           "'; choose one of: " + list);
+    }
+    if (!o.worker_path.empty()) {
+        struct stat st;
+        std::string why;
+        if (stat(o.worker_path.c_str(), &st) != 0)
+            why = std::strerror(errno);
+        else if (!S_ISREG(st.st_mode))
+            why = "not a regular file";
+        else if (access(o.worker_path.c_str(), X_OK) != 0)
+            why = "not executable";
+        if (!why.empty())
+            throw RuntimeError("--worker " + o.worker_path +
+                               ": the path of an executable kiln-worker (" + why +
+                               "); build the kiln-worker target or set KILN_WORKER to its path");
+    }
+}
+
 TuneResult tune(const TuneOptions &options, std::ostream &out, std::ostream &err) {
+    validate(options);
     apps::register_builtin_operators();
     Tuner t(options, out, err);
     return t.run();

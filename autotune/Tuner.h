@@ -103,6 +103,13 @@ struct TuneResult {
     double elapsed_s = 0;
 };
 
+/// Refuses nonsensical options before anything is opened or started: trials >= 0, time_s >= 0,
+/// threads 0 (default) or 1..4 x hardware threads, timeouts and min_time_ms positive and finite,
+/// remeasure >= 0, jobs >= 1, a known strategy, and a given worker_path that is an executable
+/// file. Each error is one line "--option VALUE: <accepted range>" (CompileError; RuntimeError for
+/// the worker). tune() calls it first.
+void validate(const TuneOptions &options);
+
 /// Runs the tuner. Progress and warnings go to `err`, the final summary to `out`. Raises
 /// CompileError/RuntimeError for bad options (unknown operator, strategy or shape, a database
 /// that cannot be opened).

@@ -139,6 +139,10 @@ int main(int argc, char **argv) {
         ->add_option("--first-timeout", tune.first_timeout_s,
                      "run deadline before any candidate succeeded, seconds")
         ->default_str("10");
+    tune_cmd
+        ->add_option("--compile-timeout", tune.compile_timeout_s,
+                     "deadline for building one candidate, seconds")
+        ->default_str("300");
     tune_cmd->add_option("--worker", tune.worker_path, "the kiln-worker executable");
     tune_cmd->add_flag("--simulate", simulate,
                        "replay the database instead of measuring; compares strategies");
@@ -168,7 +172,13 @@ int main(int argc, char **argv) {
         if (*demo) return run_demo(width, height);
         if (*tune_cmd) {
             tune.shape = shape_of(tune.op, tune_shape);
-            if (!tune_time.empty()) tune.time_s = parse_duration(tune_time);
+            if (!tune_time.empty()) {
+                tune.time_s = parse_duration(tune_time);
+                if (!(tune.time_s > 0))
+                    throw CompileError("--time " + tune_time +
+                                       ": a positive duration, e.g. 90s, 30m or 8h");
+            }
+            autotune::validate(tune); // every option, before the database or a worker
             if (simulate) {
                 if (autotune::tune_target(tune.target).has_gpu())
                     throw CompileError("--simulate replays CPU records only; drop --target " +

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -417,7 +418,7 @@ TEST(Tuner, BadOptionsAreClearErrors) {
         tune(o, out, err);
         FAIL() << "no error";
     } catch (const CompileError &e) {
-        EXPECT_STREQ(e.what(), "--jobs must be at least 1, got 0");
+        EXPECT_STREQ(e.what(), "--jobs 0: at least 1 worker process");
     }
     o = quick("blur", {64, 48}, dir / "k.db");
     o.space = "handmade";
@@ -434,9 +435,89 @@ TEST(Tuner, BadOptionsAreClearErrors) {
         FAIL() << "no error";
     } catch (const RuntimeError &e) {
         EXPECT_EQ(std::string(e.what()),
-                  "cannot start the measuring worker '" + o.worker_path +
-                      "': No such file or directory; build the kiln-worker target or set "
-                      "KILN_WORKER to its path");
+                  "--worker " + o.worker_path +
+                      ": the path of an executable kiln-worker (No such file or directory); "
+                      "build the kiln-worker target or set KILN_WORKER to its path");
+    }
+    // None of these refusals touched the database: validate() runs before it is opened.
+    EXPECT_FALSE(fs::exists(dir / "k.db"));
+}
+
+TEST(Tuner, NonsensicalOptionsAreRefusedBeforeTheDatabase) {
+    TempDir dir;
+    std::ostringstream out, err;
+    int max_threads = 4 * default_threads();
+    struct Case {
+        std::function<void(TuneOptions &)> set;
+        std::string message;
+    };
+    std::vector<Case> cases{
+        {[](TuneOptions &o) { o.trials = -1; },
+         "--trials -1: 0 (no limit) or a positive number of trials"},
+        {[](TuneOptions &o) { o.time_s = -2; },
+         "--time -2: a positive duration, e.g. 90s, 30m or 8h"},
+        {[](TuneOptions &o) { o.threads = -1; },
+         "--threads -1: 0 (all " + std::to_string(default_threads()) + " hardware threads) or 1.." +
+             std::to_string(max_threads) + " (4 x hardware threads)"},
+        {[](TuneOptions &o) { o.threads = 100000; },
+         "--threads 100000: 0 (all " + std::to_string(default_threads()) +
+             " hardware threads) or 1.." + std::to_string(max_threads) + " (4 x hardware threads)"},
+        {[](TuneOptions &o) { o.timeout_s = -1; }, "--timeout -1: a positive number of seconds"},
+        {[](TuneOptions &o) { o.first_timeout_s = 0; },
+         "--first-timeout 0: a positive number of seconds"},
+        {[](TuneOptions &o) { o.compile_timeout_s = std::nan(""); },
+         "--compile-timeout nan: a positive number of seconds"},
+        {[](TuneOptions &o) { o.min_time_ms = -5; },
+         "--min-time-ms -5: a positive number of milliseconds"},
+        {[](TuneOptions &o) { o.remeasure = -2; },
+         "--remeasure -2: 0 (none) or a positive number of configs"},
+        {[](TuneOptions &o) { o.jobs = 0; }, "--jobs 0: at least 1 worker process"},
+        {[](TuneOptions &o) { o.strategy = "nope"; },
+         "--strategy nope: unknown strategy 'nope'; choose one of: random, grid, evolution, "
+         "annealing, model, bandit"},
+    };
+    for (const Case &c : cases) {
+        TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+        c.set(o);
+        try {
+            tune(o, out, err);
+            ADD_FAILURE() << "no error for " << c.message;
+        } catch (const CompileError &e) {
+            EXPECT_EQ(std::string(e.what()), c.message);
+        }
+        EXPECT_FALSE(fs::exists(dir / "k.db")) << c.message;
+    }
+    // A worker that exists but is not executable.
+    std::ofstream(dir / "worker") << "#!/bin/sh\n";
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.worker_path = dir / "worker";
+    EXPECT_THROW(tune(o, out, err), RuntimeError);
+    o.worker_path = dir.path;
+    EXPECT_THROW(tune(o, out, err), RuntimeError);
+    EXPECT_FALSE(fs::exists(dir / "k.db"));
+}
+
+TEST(Tuner, CommandLineRefusesNonsensicalOptionsWithOneLine) {
+    TempDir dir;
+    std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"--trials", "-1"}, "kiln: --trials -1: 0 (no limit) or a positive number of trials\n"},
+        {{"--time", "0"}, "kiln: --time 0: a positive duration, e.g. 90s, 30m or 8h\n"},
+        {{"--timeout", "-1"}, "kiln: --timeout -1: a positive number of seconds\n"},
+        {{"--min-time-ms", "-5"}, "kiln: --min-time-ms -5: a positive number of milliseconds\n"},
+        {{"--remeasure", "-2"}, "kiln: --remeasure -2: 0 (none) or a positive number of configs\n"},
+        {{"--jobs", "0"}, "kiln: --jobs 0: at least 1 worker process\n"},
+        {{"--compile-timeout", "0"}, "kiln: --compile-timeout 0: a positive number of seconds\n"},
+        {{"--worker", "/nonexistent"},
+         "kiln: --worker /nonexistent: the path of an executable kiln-worker (No such file or "
+         "directory); build the kiln-worker target or set KILN_WORKER to its path\n"},
+    };
+    for (const auto &[extra, message] : cases) {
+        std::vector<std::string> args{"tune", "blur", "--shape", "64x48", "--db", dir / "k.db"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        pid_t pid = spawn_kiln(args, dir / "log");
+        EXPECT_EQ(wait_exit(pid), 1) << message;
+        EXPECT_EQ(read_file(dir / "log"), message);
+        EXPECT_FALSE(fs::exists(dir / "k.db")) << message;
     }
 }
 
