@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -1129,6 +1130,57 @@ struct Reader {
     }
 };
 
+/// A workload's shape: NxMx... of positive integers.
+void check_shape(const Reader &rd, const std::string &at, const std::string &shape) {
+    bool good = !shape.empty();
+    size_t start = 0;
+    while (good) {
+        size_t end = shape.find('x', start);
+        std::string part = shape.substr(start, end == std::string::npos ? end : end - start);
+        good = !part.empty() && part.size() <= 18 &&
+               part.find_first_not_of("0123456789") == std::string::npos && std::stoll(part) > 0;
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    if (!good)
+        rd.fail(at, "field 'shape' is '" + shape +
+                        "': positive integers joined by 'x', e.g. 1024x1024x1024");
+}
+
+/// A measurement's times: finite; for an ok one positive, with median_ms the median of times_ms
+/// (within rounding); spread and compile time not negative.
+void check_times(const Reader &rd, const std::string &at, const MeasurementRecord &m) {
+    bool ok = m.status == Status::ok;
+    for (size_t k = 0; k < m.times_ms.size(); k++) {
+        double t = m.times_ms[k];
+        if (!std::isfinite(t) || !(t > 0))
+            rd.fail(at, detail::str("field 'times_ms' holds ", t, " at index ", k,
+                                    ": positive finite milliseconds"));
+    }
+    if (!std::isfinite(m.median_ms) || (ok ? !(m.median_ms > 0) : m.median_ms < 0))
+        rd.fail(at, detail::str("field 'median_ms' is ", m.median_ms,
+                                ok ? ": positive finite milliseconds for status ok"
+                                   : ": finite milliseconds, not negative"));
+    if (ok && m.times_ms.empty())
+        rd.fail(at, "field 'times_ms' is empty: status ok needs the timed runs");
+    if (!m.times_ms.empty()) {
+        std::vector<double> sorted = m.times_ms;
+        std::sort(sorted.begin(), sorted.end());
+        double lo = sorted[(sorted.size() - 1) / 2], hi = sorted[sorted.size() / 2];
+        double slack = 1e-6 * hi + 1e-9;
+        if (m.median_ms < lo - slack || m.median_ms > hi + slack)
+            rd.fail(at,
+                    detail::str("field 'median_ms' is ", m.median_ms, ": the median of times_ms, ",
+                                lo == hi ? detail::str(lo) : detail::str(lo, "..", hi)));
+    }
+    if (!std::isfinite(m.spread_ms) || m.spread_ms < 0)
+        rd.fail(at, detail::str("field 'spread_ms' is ", m.spread_ms,
+                                ": finite milliseconds, not negative"));
+    if (!std::isfinite(m.compile_ms) || m.compile_ms < 0)
+        rd.fail(at, detail::str("field 'compile_ms' is ", m.compile_ms,
+                                ": finite milliseconds, not negative"));
+}
+
 } // namespace
 
 ImportSummary Database::import_json(const json &doc) {
@@ -1163,6 +1215,9 @@ ImportSummary Database::import_json(const json &doc) {
         in.targets[rd.integer(t, at, "id")] = {
             rd.str(t, at, "cpu_model"), rd.str(t, at, "features"),
             int(rd.integer(t, at, "threads")), rd.str(t, at, "compiler")};
+        if (rd.integer(t, at, "threads") < 1)
+            rd.fail(at, detail::str("field 'threads' is ", rd.integer(t, at, "threads"),
+                                    ": at least 1"));
     }
     const json &workloads = rd.array(doc, "the document", "workloads");
     for (size_t i = 0; i < workloads.size(); i++) {
@@ -1171,6 +1226,7 @@ ImportSummary Database::import_json(const json &doc) {
         in.workloads[rd.integer(w, at, "id")] = {rd.str(w, at, "op"),
                                                  rd.str(w, at, "algorithm_hash"),
                                                  rd.str(w, at, "shape"), rd.str(w, at, "types")};
+        check_shape(rd, at, rd.str(w, at, "shape"));
     }
     std::set<std::string> config_hashes;
     const json &configs = rd.array(doc, "the document", "configs");
@@ -1179,6 +1235,12 @@ ImportSummary Database::import_json(const json &doc) {
         const json &c = configs[i];
         in.configs.push_back(
             {0, rd.str(c, at, "hash"), rd.str(c, at, "config"), rd.str(c, at, "trace")});
+        for (const char *name : {"config", "trace"}) {
+            std::string text = rd.str(c, at, name);
+            if (json::parse(text, nullptr, false).is_discarded())
+                rd.fail(at, detail::str("field '", name, "' is '", text.substr(0, 80),
+                                        text.size() > 80 ? "..." : "", "': not JSON"));
+        }
         config_hashes.insert(in.configs.back().hash);
     }
     auto workload_ref = [&](const json &obj, const std::string &at) {
@@ -1243,6 +1305,7 @@ ImportSummary Database::import_json(const json &doc) {
         x.rec.compile_ms = rd.number(m, at, "compile_ms");
         x.rec.error = rd.str(m, at, "error");
         x.timestamp_us = rd.integer(m, at, "timestamp_us");
+        check_times(rd, at, x.rec);
         in.measurements.push_back(std::move(x));
     }
 

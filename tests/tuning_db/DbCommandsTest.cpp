@@ -210,6 +210,27 @@ TEST(DbCommands, ExportThenImportIntoANewFileRoundTrips) {
     EXPECT_EQ(a.out, b.out);
 }
 
+TEST(DbCommands, ImportOfANegativeTimeIsRefusedAndAddsNothing) {
+    ScratchDir dir;
+    std::string db = dir.file("kiln.db"), json = dir.file("all.json"), copy = dir.file("copy.db");
+    fill(db);
+    ASSERT_EQ(kiln_cli({"db", "export", json, "--db", db}).status, 0);
+    nlohmann::json doc;
+    std::ifstream(json) >> doc;
+    size_t k = 0;
+    while (doc["measurements"][k]["status"] != "ok")
+        k++;
+    doc["measurements"][k]["median_ms"] = -5;
+    std::ofstream(dir.file("bad.json")) << doc.dump(1);
+    Result r = kiln_cli({"db", "import", dir.file("bad.json"), "--db", copy});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_CONTAINS(r.err, "measurements[" + std::to_string(k) +
+                               "]: field 'median_ms' is -5: positive finite milliseconds for "
+                               "status ok\n");
+    r = kiln_cli({"db", "best", "matmul", "--db", copy});
+    EXPECT_EQ(r.out.find("-5"), std::string::npos) << r.out;
+}
+
 TEST(DbCommands, ReportHasASvgPlotWithAPolylinePerStrategy) {
     ScratchDir dir;
     std::string db = dir.file("kiln.db"), html = dir.file("report.html");

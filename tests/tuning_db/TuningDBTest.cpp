@@ -210,7 +210,7 @@ TEST(TuningDB, RecordsMeasurementsAndFindsTheBestAndTheHistory) {
     EXPECT_EQ(best->config.hash, "cfg1");
     EXPECT_EQ(best->config.config_json, "{\"tile\":1}");
     EXPECT_DOUBLE_EQ(best->measurement.median_ms, 1.5);
-    EXPECT_EQ(best->measurement.times_ms, (std::vector<double>{1.5 * 1.01, 1.5, 1.5 * 1.02}));
+    EXPECT_EQ(best->measurement.times_ms, (std::vector<double>{1.5 * 1.01, 1.5, 1.5 * 0.99}));
     EXPECT_DOUBLE_EQ(best->measurement.compile_ms, 12.5);
     EXPECT_EQ(best->measurement.run_id, run);
 
@@ -532,6 +532,75 @@ TEST(TuningDB, ImportOfAMalformedDocumentNamesTheFieldAndAddsNothing) {
 
     EXPECT_EQ(b.statistics().measurements, 0);
     EXPECT_EQ(b.workloads().size(), 0u); // the failed import rolled back
+}
+
+TEST(TuningDB, ImportRefusesImpossibleValuesNamingRecordFieldAndValue) {
+    ScratchDir dir;
+    Database a = Database::open(dir.file("a.db"));
+    fill(a);
+    nlohmann::json good = a.export_json();
+    std::string path = dir.file("b.db");
+    Database b = Database::open(path);
+    std::string prefix = "cannot import into tuning database '" + path + "': ";
+    auto import_error = [&](nlohmann::json doc) { return error_of([&] { b.import_json(doc); }); };
+    // measurements[0] is ok with times {2.02, 2, 1.98} and median 2; [1] a runtime_error.
+    ASSERT_EQ(good["measurements"][0]["status"], "ok");
+    ASSERT_EQ(good["measurements"][1]["status"], "runtime_error");
+
+    nlohmann::json d = good;
+    d["measurements"][0]["median_ms"] = -5;
+    EXPECT_EQ(import_error(d), prefix + "measurements[0]: field 'median_ms' is -5: positive finite "
+                                        "milliseconds for status ok");
+    d = good;
+    d["measurements"][0]["median_ms"] = 0;
+    EXPECT_CONTAINS(import_error(d), "measurements[0]: field 'median_ms' is 0: positive finite");
+    d = good;
+    d["measurements"][1]["median_ms"] = -1;
+    EXPECT_EQ(import_error(d), prefix + "measurements[1]: field 'median_ms' is -1: finite "
+                                        "milliseconds, not negative");
+    d = good;
+    d["measurements"][0]["median_ms"] = 7;
+    EXPECT_EQ(import_error(d),
+              prefix + "measurements[0]: field 'median_ms' is 7: the median of times_ms, 2");
+    d = good;
+    d["measurements"][0]["times_ms"] = {1.0, 2.0, 4.0, 8.0}; // any value from 2 to 4 is a median
+    d["measurements"][0]["median_ms"] = 5;
+    EXPECT_EQ(import_error(d),
+              prefix + "measurements[0]: field 'median_ms' is 5: the median of times_ms, 2..4");
+    d = good;
+    d["measurements"][0]["times_ms"][2] = -3;
+    EXPECT_EQ(import_error(d), prefix + "measurements[0]: field 'times_ms' holds -3 at index 2: "
+                                        "positive finite milliseconds");
+    d = good;
+    d["measurements"][0]["times_ms"] = nlohmann::json::array();
+    EXPECT_EQ(import_error(d), prefix + "measurements[0]: field 'times_ms' is empty: status ok "
+                                        "needs the timed runs");
+    d = good;
+    d["measurements"][0]["spread_ms"] = -0.5;
+    EXPECT_EQ(import_error(d), prefix + "measurements[0]: field 'spread_ms' is -0.5: finite "
+                                        "milliseconds, not negative");
+    d = good;
+    d["measurements"][0]["compile_ms"] = -1;
+    EXPECT_CONTAINS(import_error(d), "measurements[0]: field 'compile_ms' is -1");
+    for (const char *shape : {"axb", "", "64x", "64x0x64", "x64", "-4x4", "64 x64"}) {
+        d = good;
+        d["workloads"][0]["shape"] = shape;
+        EXPECT_EQ(import_error(d), prefix + "workloads[0]: field 'shape' is '" + shape +
+                                       "': positive integers joined by 'x', e.g. 1024x1024x1024");
+    }
+    d = good;
+    d["configs"][0]["config"] = "{tile: 4";
+    EXPECT_EQ(import_error(d), prefix + "configs[0]: field 'config' is '{tile: 4': not JSON");
+    d = good;
+    d["configs"][1]["trace"] = "not json";
+    EXPECT_EQ(import_error(d), prefix + "configs[1]: field 'trace' is 'not json': not JSON");
+    d = good;
+    d["targets"][0]["threads"] = 0;
+    EXPECT_EQ(import_error(d), prefix + "targets[0]: field 'threads' is 0: at least 1");
+
+    EXPECT_EQ(b.statistics().measurements, 0);
+    EXPECT_EQ(b.workloads().size(), 0u);                  // nothing was added
+    EXPECT_EQ(b.import_json(good).measurements_added, 4); // the untouched document imports
 }
 
 TEST(TuningDB, MovedFromDatabaseIsSafeToDestroy) {
