@@ -1,6 +1,7 @@
 #include "tuning_db/TuningDB.h"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -438,10 +439,21 @@ Database Database::open_existing(const std::string &path) {
                       "' does not exist; run `kiln tune OP` to create it, or pass --db FILE to "
                       "name an existing one");
     }
-    return open(path);
+    if (std::filesystem::is_directory(path, ec))
+        runtime_error("tuning database '", path, "' is a directory; pass a file name");
+    if (std::filesystem::file_size(path, ec) == 0 && !ec)
+        runtime_error("tuning database '", path,
+                      "' is an empty file, not a kiln tuning database (read commands never write "
+                      "to it); run `kiln tune OP --db ",
+                      path, "` to create one there, or pass another --db file");
+    return open_database(path, true);
 }
 
 Database Database::open(const std::string &path) {
+    return open_database(path, false);
+}
+
+Database Database::open_database(const std::string &path, bool read_only) {
     auto impl = std::make_unique<Impl>();
     impl->path = path;
     if (path.empty()) runtime_error("tuning database path is empty; pass a file name");
@@ -457,14 +469,61 @@ Database Database::open(const std::string &path) {
     if (std::filesystem::is_directory(path, ec))
         runtime_error("tuning database '", path, "' is a directory; pass a file name");
 
-    int rc =
-        sqlite3_open_v2(path.c_str(), &impl->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    int rc;
+    if (!read_only) {
+        rc = sqlite3_open_v2(path.c_str(), &impl->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             nullptr);
+    } else if (access(path.c_str(), W_OK) == 0) {
+        // Read-write without create and without any pragma that writes: the last connection to
+        // close removes the -wal/-shm files, which a read-only connection would leave behind.
+        rc = sqlite3_open_v2(path.c_str(), &impl->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                             nullptr);
+    } else {
+        // A file this process cannot write: nobody writes it through us, so read it as
+        // immutable (no -wal/-shm files created next to it).
+        std::string uri = "file:";
+        for (char c : std::filesystem::absolute(path, ec).string()) {
+            if (c == '%' || c == '?' || c == '#') {
+                char buf[4];
+                std::snprintf(buf, sizeof buf, "%%%02X", (unsigned char)c);
+                uri += buf;
+            } else {
+                uri += c;
+            }
+        }
+        uri += "?immutable=1";
+        rc = sqlite3_open_v2(uri.c_str(), &impl->db,
+                             SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+    }
     if (rc != SQLITE_OK) impl->fail("cannot open", rc);
     sqlite3_extended_result_codes(impl->db, 1);
     sqlite3_busy_timeout(impl->db, kBusyTimeoutMs);
 
     Impl &db = *impl;
+    if (read_only) {
+        // Never create, convert or migrate: only check that the file is kiln's, as it is.
+        std::optional<int64_t> v = db.read("reading the schema version", [&] {
+            Query t(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+                        "name = 'schema_version'");
+            t.step();
+            if (t.i64(0) == 0)
+                db.fail_user("the file is an SQLite database but not a kiln tuning database (it "
+                             "has no schema_version table); pass another --db file");
+            Query q(db, "SELECT max(version) FROM schema_version");
+            if (!q.step() || q.null(0)) db.fail_user("the schema_version table is empty");
+            return std::optional<int64_t>(q.i64(0));
+        });
+        if (*v > schema_version || *v < schema_version)
+            db.fail_user(detail::str(
+                "schema version ", *v, *v > schema_version ? " is newer" : " is older",
+                " than version ", schema_version, " that this build of kiln reads; ",
+                *v > schema_version ? "use a newer kiln"
+                                    : "a write command (`kiln tune`, `kiln db import`) migrates it "
+                                      "first; read commands never change the file"));
+        db.exec("PRAGMA foreign_keys=ON", "configuring");
+        return Database(std::move(impl));
+    }
     // journal_mode=WAL needs a lock briefly; it persists in the file once set.
     std::string mode = db.read("setting WAL mode", [&] {
         Query q(db, "PRAGMA journal_mode=WAL");

@@ -194,6 +194,8 @@ public:
     static Database open(const std::string &path);
     /// Like open, but raises RuntimeError (naming the file, suggesting `kiln tune`) when the
     /// file does not exist instead of creating it. For read-only tools such as `kiln db`.
+    /// It opens without creating, converting or migrating anything: no WAL switch, no schema; a
+    /// 0-byte file, a foreign SQLite file or another schema version is refused unchanged.
     static Database open_existing(const std::string &path);
 
     Database(Database &&) noexcept;
@@ -282,6 +284,7 @@ public:
 
 private:
     explicit Database(std::unique_ptr<Impl> impl);
+    static Database open_database(const std::string &path, bool read_only);
     std::unique_ptr<Impl> impl_;
 };
 

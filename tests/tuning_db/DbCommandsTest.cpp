@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -229,6 +230,24 @@ TEST(DbCommands, ImportOfANegativeTimeIsRefusedAndAddsNothing) {
                                "status ok\n");
     r = kiln_cli({"db", "best", "matmul", "--db", copy});
     EXPECT_EQ(r.out.find("-5"), std::string::npos) << r.out;
+}
+
+TEST(DbCommands, ReadCommandsNeverWriteIntoAnEmptyFile) {
+    ScratchDir dir;
+    std::string db = dir.file("empty.db");
+    std::ofstream(db).close();
+    for (std::vector<std::string> args : {std::vector<std::string>{"db", "list"},
+                                          {"db", "best", "matmul"},
+                                          {"db", "show", "matmul"},
+                                          {"db", "report", "-o", dir.file("r.html")}}) {
+        args.insert(args.end(), {"--db", db});
+        Result r = kiln_cli(args);
+        EXPECT_EQ(r.status, 1) << args[1];
+        EXPECT_CONTAINS(r.err, "is an empty file, not a kiln tuning database");
+        EXPECT_EQ(std::filesystem::file_size(db), 0u) << args[1];
+        EXPECT_FALSE(std::filesystem::exists(db + "-wal"));
+        EXPECT_FALSE(std::filesystem::exists(db + "-shm"));
+    }
 }
 
 TEST(DbCommands, ReportHasASvgPlotWithAPolylinePerStrategy) {

@@ -151,6 +151,68 @@ TEST(TuningDB, OpenExistingNamesAMissingFileAndSuggestsTune) {
     EXPECT_FALSE(std::filesystem::exists(path));
 }
 
+namespace {
+std::string bytes_of(const std::string &path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+bool has_side_files(const std::string &path) {
+    return std::filesystem::exists(path + "-wal") || std::filesystem::exists(path + "-shm") ||
+           std::filesystem::exists(path + "-journal");
+}
+} // namespace
+
+void fill(Database &db); // below
+
+TEST(TuningDB, OpenExistingNeverChangesTheFile) {
+    ScratchDir dir;
+    // Another program's SQLite file: refused, not switched to WAL.
+    std::string foreign = dir.file("other.db");
+    raw_sql(foreign, "CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('mine');");
+    std::string before = bytes_of(foreign);
+    EXPECT_CONTAINS(error_of([&] { Database::open_existing(foreign); }),
+                    "is an SQLite database but not a kiln tuning database");
+    EXPECT_EQ(bytes_of(foreign), before);
+    EXPECT_FALSE(has_side_files(foreign));
+
+    // A 0-byte file: refused, no schema written into it.
+    std::string empty = dir.file("empty.db");
+    std::ofstream(empty).close();
+    EXPECT_EQ(error_of([&] { Database::open_existing(empty); }),
+              "tuning database '" + empty +
+                  "' is an empty file, not a kiln tuning database (read commands never write to "
+                  "it); run `kiln tune OP --db " +
+                  empty + "` to create one there, or pass another --db file");
+    EXPECT_EQ(std::filesystem::file_size(empty), 0u);
+    EXPECT_FALSE(has_side_files(empty));
+
+    // An older schema: refused, not migrated.
+    std::string old = dir.file("old.db");
+    raw_sql(old, "CREATE TABLE schema_version (version INTEGER NOT NULL); "
+                 "INSERT INTO schema_version VALUES (1);");
+    before = bytes_of(old);
+    EXPECT_CONTAINS(error_of([&] { Database::open_existing(old); }),
+                    "schema version 1 is older than version 2");
+    EXPECT_EQ(bytes_of(old), before);
+    EXPECT_FALSE(has_side_files(old));
+
+    // A kiln database: read, and nothing is left next to it.
+    std::string path = dir.file("kiln.db");
+    {
+        Database db = Database::open(path);
+        fill(db);
+    }
+    ASSERT_FALSE(has_side_files(path));
+    before = bytes_of(path);
+    {
+        Database db = Database::open_existing(path);
+        EXPECT_EQ(db.statistics().measurements, 4);
+        EXPECT_EQ(db.workloads().size(), 2u);
+    }
+    EXPECT_EQ(bytes_of(path), before);
+    EXPECT_FALSE(has_side_files(path));
+}
+
 TEST(TuningDB, RefusesAFileThatIsNotSQLite) {
     ScratchDir dir;
     std::string path = dir.file("notes.txt");
