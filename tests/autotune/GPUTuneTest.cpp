@@ -230,7 +230,9 @@ TEST(GPUTune, CUDAWithoutADriverFailsAtOnceQuotingTheRuntime) {
     TempDir dir;
     TuneOptions o = quick_gpu("blur", {34, 18}, dir / "k.db");
     o.target = "host-cuda";
-    o.worker_path = dir / "no-such-worker"; // a started worker would fail differently
+    // A real worker: had the tuner started it (or opened the database) before asking for the
+    // device, the error would be another one.
+    o.worker_path = KILN_WORKER_PATH;
     std::ostringstream out, err;
     try {
         tune(o, out, err);
