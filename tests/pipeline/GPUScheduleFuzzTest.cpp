@@ -1836,6 +1836,7 @@ std::string gpu_differences(const Func &out, const std::vector<int> &extents) {
 // f, whose only thread loop is x, runs in both rows of threads: f = (f * 3 + ...) * 3 + ...
 TEST(GPUScheduleFuzzBugs, AnUpdateWithFewerThreadDimensionsThanItsBlockRunsOnce) {
     KILN_REQUIRE_OPENCL();
+    KILN_SKIP_UNDER_LSAN_POCL_EXIT_CRASH();
     Func p("fz_bug_dims_p"), f("fz_bug_dims_f");
     Var x("x"), y("y"), xo("xo"), xi("xi");
     p(x, y) = x * y;
