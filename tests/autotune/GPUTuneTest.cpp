@@ -5,6 +5,8 @@
 // worker starts, with the runtime's message.
 #include <gtest/gtest.h>
 
+#include "tests/autotune/TempDir.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -37,16 +39,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TempDir {
-public:
-    TempDir() {
-        char tmpl[] = "/tmp/kiln-gpu-tune-test-XXXXXX";
-        path = mkdtemp(tmpl);
-    }
-    ~TempDir() { fs::remove_all(path); }
-    std::string operator/(const std::string &name) const { return path + "/" + name; }
-    std::string path;
-};
+using autotune_test::TempDir;
 
 /// Empty when an OpenCL device runs kernels here, else why not. Points PoCL's kernel cache (of
 /// this process and of the workers it starts) at a fresh folder.

@@ -3,6 +3,8 @@
 // budgets are small so that each test takes a few seconds.
 #include <gtest/gtest.h>
 
+#include "tests/autotune/TempDir.h"
+
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -35,16 +37,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TempDir {
-public:
-    TempDir() {
-        char tmpl[] = "/tmp/kiln-autotune-test-XXXXXX";
-        path = mkdtemp(tmpl);
-    }
-    ~TempDir() { fs::remove_all(path); }
-    std::string operator/(const std::string &name) const { return path + "/" + name; }
-    std::string path;
-};
+using autotune_test::TempDir;
 
 TuneOptions quick(const std::string &op, std::vector<int64_t> shape, const std::string &db) {
     TuneOptions o;
