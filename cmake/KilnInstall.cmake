@@ -8,8 +8,8 @@
 # What is installed is found from the targets, not listed by hand: every library target of this
 # project that kiln, kiln_generator and kiln_apps link (transitively), each exported as
 # kiln::<name without the kiln_ prefix>, with the headers of its source folder under
-# include/kiln/<folder>. The imported targets they link (LLVM, OpenMP, ...) become
-# find_dependency() calls in kilnConfig.cmake.
+# include/kiln/<folder>. The imported targets they link (OpenMP, ...) become find_dependency()
+# calls in kilnConfig.cmake; LLVM's shared library is imported from LLVM's own target file.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -102,6 +102,7 @@ endforeach()
 # find_dependency() for each imported target the installed targets link.
 set(KILN_CONFIG_DEPENDENCIES "")
 set(_kiln_packages)
+set(_kiln_llvm_import "")
 foreach(t IN LISTS _kiln_imported)
     if(t MATCHES "^OpenMP::")
         list(APPEND _kiln_packages "OpenMP")
@@ -119,8 +120,16 @@ foreach(t IN LISTS _kiln_imported)
         list(APPEND _kiln_packages "OpenCL")
     elseif(t MATCHES "^Threads::")
         list(APPEND _kiln_packages "Threads")
+    elseif(t STREQUAL "LLVM")
+        # Only the shared libLLVM is linked: import LLVM's target file, not LLVMConfig.cmake,
+        # whose find_package(LibEdit) compiles a C test and fails in a project without C
+        # (project(app CXX)). LLVMConfig.cmake skips its own import when the user later calls
+        # find_package(LLVM), so the two coexist.
+        set(_kiln_llvm_import
+            "if(NOT TARGET LLVM)\n    include(\"${LLVM_DIR}/LLVMExports.cmake\")\nendif()\n")
     elseif(t MATCHES "^LLVM")
-        list(APPEND _kiln_packages "LLVM ${LLVM_PACKAGE_VERSION} EXACT CONFIG PATHS \"${LLVM_DIR}\" NO_DEFAULT_PATH")
+        message(WARNING "kiln install: the installed targets link the LLVM component '${t}'; "
+                        "kilnConfig.cmake imports only the shared libLLVM (target LLVM)")
     else()
         message(WARNING "kiln install: the installed targets link the imported target '${t}', "
                         "which kilnConfig.cmake does not know how to find; add it to "
@@ -131,6 +140,7 @@ list(REMOVE_DUPLICATES _kiln_packages)
 foreach(p IN LISTS _kiln_packages)
     string(APPEND KILN_CONFIG_DEPENDENCIES "find_dependency(${p})\n")
 endforeach()
+string(APPEND KILN_CONFIG_DEPENDENCIES "${_kiln_llvm_import}")
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kilnConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/kilnConfig.cmake

@@ -1,8 +1,9 @@
-# ctest -R AOT.InstalledConsumerProject: installs kiln into a temporary prefix, configures and
-# builds examples/c_consumer against it with find_package(kiln) (a separate CMake project, as an
-# outside user would), and runs the C program. Inputs (-D): KILN_BUILD_DIR, KILN_SOURCE_DIR,
-# WORK_DIR, GENERATOR, C_COMPILER, CXX_COMPILER, LAUNCHER (may be empty), SANITIZE_FLAGS (may be
-# empty).
+# ctest -R AOT.Installed: installs kiln into a temporary prefix, configures and builds a consumer
+# project against it with find_package(kiln) (a separate CMake project, as an outside user
+# would), and runs its program, which must print "<PROGRAM>: ok". Inputs (-D): KILN_BUILD_DIR,
+# KILN_SOURCE_DIR, WORK_DIR, GENERATOR, C_COMPILER (empty for a C++-only project: no C compiler
+# is passed), CXX_COMPILER, LAUNCHER (may be empty), SANITIZE_FLAGS (may be empty), PROJECT_DIR
+# (default examples/c_consumer), PROGRAM (default c_consumer).
 cmake_minimum_required(VERSION 3.25)
 
 function(run_step what)
@@ -12,6 +13,13 @@ function(run_step what)
     endif()
     set(step_output "${out}" PARENT_SCOPE)
 endfunction()
+
+if(NOT PROJECT_DIR)
+    set(PROJECT_DIR ${KILN_SOURCE_DIR}/examples/c_consumer)
+endif()
+if(NOT PROGRAM)
+    set(PROGRAM c_consumer)
+endif()
 
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
@@ -24,9 +32,11 @@ foreach(f lib/cmake/kiln/kilnConfig.cmake lib/cmake/kiln/KilnKernel.cmake
     endif()
 endforeach()
 
-set(configure_args -S ${KILN_SOURCE_DIR}/examples/c_consumer -B ${WORK_DIR}/build -G ${GENERATOR}
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix}
-    -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+set(configure_args -S ${PROJECT_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+if(C_COMPILER)
+    list(APPEND configure_args -DCMAKE_C_COMPILER=${C_COMPILER})
+endif()
 if(LAUNCHER)
     list(APPEND configure_args -DCMAKE_C_COMPILER_LAUNCHER=${LAUNCHER}
          -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
@@ -35,11 +45,11 @@ if(SANITIZE_FLAGS)
     list(APPEND configure_args "-DCMAKE_C_FLAGS=${SANITIZE_FLAGS}"
          "-DCMAKE_CXX_FLAGS=${SANITIZE_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${SANITIZE_FLAGS}")
 endif()
-run_step("configuring examples/c_consumer against the install" ${CMAKE_COMMAND} ${configure_args})
-run_step("building examples/c_consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-run_step("running c_consumer" ${WORK_DIR}/build/c_consumer)
-if(NOT step_output MATCHES "c_consumer: ok")
-    message(FATAL_ERROR "c_consumer did not print 'c_consumer: ok':\n${step_output}")
+run_step("configuring ${PROJECT_DIR} against the install" ${CMAKE_COMMAND} ${configure_args})
+run_step("building ${PROJECT_DIR}" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run_step("running ${PROGRAM}" ${WORK_DIR}/build/${PROGRAM})
+if(NOT step_output MATCHES "${PROGRAM}: ok")
+    message(FATAL_ERROR "${PROGRAM} did not print '${PROGRAM}: ok':\n${step_output}")
 endif()
 message(STATUS "${step_output}")
 file(REMOVE_RECURSE ${WORK_DIR})
