@@ -52,7 +52,11 @@ EmitResult emit_best(const EmitOptions &opt, std::ostream &err) {
     }
     OutputSet outputs = OutputSet::in_directory(
         opt.out_dir, name, {OutputKind::Object, OutputKind::StaticLibrary, OutputKind::CHeader});
-    inst.pipeline().compile_to(outputs, name, target);
+    // The operator's own input order (e.g. matmul(A, B, C)), whatever the schedule reads first.
+    std::vector<std::string> argument_order;
+    for (const ImageParam &in : inst.inputs)
+        argument_order.push_back(in.name());
+    inst.pipeline().compile_to(outputs, name, target, argument_order);
     for (OutputKind k : {OutputKind::Object, OutputKind::StaticLibrary, OutputKind::CHeader})
         result.files.push_back(outputs.path(k));
     return result;

@@ -59,10 +59,9 @@ struct OutputSet {
 };
 
 /// f with its inputs (buffer inputs and scalar params) in the order named, then its outputs in
-/// their order. Without an order, inputs come as lowering lists them (buffer inputs in the order
-/// the lowered code first uses them, then scalar Params sorted by name), which can change when
-/// the algorithm or schedule does: name the order for an interface others link. CompileError when a
-/// name is not an input of f (listing them), is given twice, or an input is left out.
+/// their order. Without an order, inputs come as lowering lists them: ImageParams and Params in
+/// the order the program declared them, then Buffers used directly (by first use). CompileError
+/// when a name is not an input of f (listing them), is given twice, or an input is left out.
 LoweredFunc with_argument_order(LoweredFunc f, const std::vector<std::string> &inputs);
 
 /// Writes the requested files for f (already lowered under its entry-point name) compiled for t,

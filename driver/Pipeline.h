@@ -62,8 +62,8 @@ public:
     /// Ahead-of-time compilation (codegen/AOT.h): lowers under the
     /// entry-point name function_name (a C identifier) and writes each file of the set. The
     /// entry point takes the inputs (ImageParams and Params, by name) in argument_order, then the
-    /// outputs; with no order, buffer inputs in the order the lowered code first uses them, then
-    /// scalar Params sorted by name.
+    /// outputs; with no order, ImageParams and Params in the order they were declared, then
+    /// Buffers used directly in the algorithm (by first use).
     void compile_to(const OutputSet &outputs, const std::string &function_name,
                     const Target &target = Target::host(),
                     const std::vector<std::string> &argument_order = {}) const;

@@ -1,5 +1,7 @@
 #include "lang/Param.h"
 
+#include <atomic>
+
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
 #include "lang/Var.h"
@@ -29,6 +31,8 @@ Parameter::Parameter(Type t, bool is_buffer, int dimensions, const std::string &
     contents->type = t;
     contents->is_buffer = is_buffer;
     contents->dimensions = dimensions;
+    static std::atomic<uint64_t> next_serial{1};
+    contents->serial = next_serial++;
 }
 
 Expr make_param_value(Type t, double v, int64_t i, bool is_float) {

@@ -3,6 +3,7 @@
 // is realized or called.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,9 @@ struct ParameterContents {
     Expr scalar_value;         ///< the bound value of a scalar (a constant), if set
     Expr min_value, max_value; ///< optional range a scalar must lie in
     BufferBase buffer;         ///< the bound buffer of an image, if set
+    /// Creation order in this process (1, 2, ...): a pipeline's default argument order is the
+    /// order in which its ImageParams and Params were declared. Copies share the contents.
+    uint64_t serial = 0;
 };
 
 /// Names of the symbols that describe an image parameter's shape in algorithms and lowered code.

@@ -84,7 +84,11 @@ Expr as_wide(const Expr &e) {
 std::vector<LoweredArgument> collect_arguments(const Stmt &s, const PipelineEnv &env) {
     FindInputs inputs;
     inputs.include(s);
-    std::vector<LoweredArgument> args = inputs.images;
+    // ImageParams and Params in the order they were declared; Buffers used directly (which
+    // have no declaration order of their own) after them, in the order the code first uses them.
+    std::vector<LoweredArgument> args, buffers;
+    for (const LoweredArgument &a : inputs.images)
+        (a.param ? args : buffers).push_back(a);
     for (auto &[name, p] : inputs.scalars) {
         LoweredArgument a;
         a.name = name;
@@ -93,6 +97,11 @@ std::vector<LoweredArgument> collect_arguments(const Stmt &s, const PipelineEnv 
         a.param = p;
         args.push_back(a);
     }
+    std::stable_sort(args.begin(), args.end(),
+                     [](const LoweredArgument &a, const LoweredArgument &b) {
+                         return a.param->serial < b.param->serial;
+                     });
+    args.insert(args.end(), buffers.begin(), buffers.end());
     for (const std::string &o : env.outputs) {
         const FunctionContents &f = *env.funcs.at(o);
         for (size_t i = 0; i < f.output_types.size(); i++) {

@@ -15,8 +15,9 @@
 
 namespace kiln {
 
-/// The arguments of the pipeline, in call order: input images (by first use), scalar Params (by
-/// name), then output buffers.
+/// The arguments of the pipeline, in call order: ImageParams and scalar Params in the order they
+/// were declared (created), then Buffers the algorithm uses directly (by first use), then the
+/// output buffers.
 std::vector<LoweredArgument> collect_arguments(const Stmt &s, const PipelineEnv &env);
 
 Stmt add_buffer_checks(const Stmt &s, const PipelineEnv &env,

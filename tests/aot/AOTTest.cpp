@@ -268,6 +268,41 @@ TEST(AOT, ArgumentNamesBecomeCIdentifiers) {
                 HasSubstr("kiln_buffer_t *a_b, kiln_buffer_t *a_b_2, kiln_buffer_t *f"));
 }
 
+TEST(AOT, DefaultArgumentOrderIsDeclarationOrder) {
+    // Declared b, then the images B and A, then a: the signature keeps that order, whatever the
+    // names sort to and whatever the code reads first; the outputs come last.
+    Param<float> b("b");
+    ImageParam B(Float(32), 1, "B"), A(Float(32), 1, "A");
+    Param<int32_t> a("a");
+    Func f("f");
+    Var x("x");
+    f(x) = A(x) * b + B(x) + cast<float>(a);
+    EXPECT_EQ(c_signature(Pipeline(f).lower("k")),
+              "int k(float b, kiln_buffer_t *B, kiln_buffer_t *A, int32_t a, kiln_buffer_t *f)");
+}
+
+TEST(AOT, BuffersUsedDirectlyComeAfterTheDeclaredInputs) {
+    Buffer<float> table({8}, "table");
+    ImageParam in(Float(32), 1, "in");
+    Param<float> gain("gain");
+    Func f("f");
+    Var x("x");
+    f(x) = table(x) + in(x)*gain;
+    EXPECT_EQ(c_signature(Pipeline(f).lower("k")),
+              "int k(kiln_buffer_t *in, float gain, kiln_buffer_t *table, kiln_buffer_t *f)");
+}
+
+TEST(AOT, GivenArgumentOrderWinsOverDeclarationOrder) {
+    Param<float> b("b"), a("a");
+    Func f("f");
+    Var x("x");
+    f(x) = cast<float>(x) * a + b;
+    LoweredFunc k = Pipeline(f).lower("k");
+    EXPECT_EQ(c_signature(k), "int k(float b, float a, kiln_buffer_t *f)");
+    EXPECT_EQ(c_signature(with_argument_order(k, {"a", "b"})),
+              "int k(float a, float b, kiln_buffer_t *f)");
+}
+
 TEST(AOT, ArgumentOrderIsTheOneGiven) {
     Pipeline p = scale_pipeline();
     LoweredFunc f = p.lower("k");

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "apps/Operator.h"
+#include "codegen/AOT.h"
 #include "lang/Error.h"
 
 namespace kiln::apps {
@@ -108,6 +109,15 @@ TEST(Operators, MatmulUsesTheDocumentedLayout) {
     for (int k = 0; k < 4; k++)
         c10 += double(a(k, 1)) * b(0, k);
     EXPECT_NEAR(c(0, 1), c10, 1e-6);
+}
+
+TEST(Operators, MatmulTakesItsInputsInDeclarationOrder) {
+    // The hand schedule reads B before A; the entry point still takes A, B, then C.
+    const Operator &op = find_operator("matmul");
+    OperatorInstance inst = op.make({64, 48, 32});
+    op.hand_schedule(inst, Target::host());
+    EXPECT_EQ(c_signature(inst.pipeline().lower("matmul")),
+              "int matmul(kiln_buffer_t *A, kiln_buffer_t *B, kiln_buffer_t *C)");
 }
 
 template <typename F>

@@ -387,6 +387,23 @@ TEST(Tuner, CompileEmitsTheBestOrTheHandScheduleWithAWarning) {
     EXPECT_NE(read_file(tuned.files[2]).find("int blur("), std::string::npos);
 }
 
+TEST(Tuner, CompileEmitsTheOperatorsInputOrder) {
+    TempDir dir;
+    EmitOptions e;
+    e.op = "matmul";
+    e.shape = {32, 16, 8};
+    e.db_path = dir / "none.db";
+    e.out_dir = dir / "mm";
+    e.threads = 1;
+    std::ostringstream warn;
+    EmitResult r = emit_best(e, warn);
+    ASSERT_EQ(r.files.size(), 3u);
+    EXPECT_NE(read_file(r.files[2])
+                  .find("int matmul(kiln_buffer_t *A, kiln_buffer_t *B, kiln_buffer_t *C);"),
+              std::string::npos)
+        << read_file(r.files[2]);
+}
+
 TEST(Tuner, BadOptionsAreClearErrors) {
     TempDir dir;
     std::ostringstream out, err;
