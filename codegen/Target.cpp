@@ -1,12 +1,16 @@
 #include "codegen/Target.h"
 
 #include <algorithm>
+#include <memory>
 #include <sstream>
 #include <vector>
 
 #include <llvm/ADT/StringMap.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
 #include <llvm/TargetParser/Host.h>
 
+#include "codegen/LLVMModuleImpl.h"
 #include "lang/Error.h"
 
 namespace kiln {
@@ -118,25 +122,81 @@ std::string Target::to_string() const {
                 : ";cuda_archs=" + cuda_arch_list(cuda_archs));
 }
 
+namespace {
+
+const char *const target_forms =
+    "expected host, a named x86-64 level (x86-64-v2, x86-64-v3, x86-64-v4) or a CPU name LLVM "
+    "knows, each optionally followed by -cuda or -opencl and by ';key=value' (host-cuda, "
+    "x86-64-v3;fast_math=1), or a full target string (triple=...;cpu=...)";
+
+// A few CPU names of this triple's architecture LLVM accepts, for messages.
+std::string example_cpus(const llvm::MCSubtargetInfo &info) {
+    std::vector<std::string> examples;
+    for (const char *cpu : {"x86-64-v2", "x86-64-v3", "x86-64-v4", "haswell", "skylake-avx512",
+                            "icelake-server", "sapphirerapids", "znver3", "znver4"}) {
+        if (info.isCPUStringValid(cpu)) examples.push_back(cpu);
+    }
+    for (const llvm::SubtargetSubTypeKV &kv : info.getAllProcessorDescriptions()) {
+        if (examples.size() >= 6) break;
+        if (std::find(examples.begin(), examples.end(), kv.Key) == examples.end())
+            examples.push_back(kv.Key);
+    }
+    std::string out;
+    for (const std::string &e : examples)
+        out += (out.empty() ? "" : ", ") + e;
+    return out;
+}
+
+// The host's triple with a CPU LLVM knows for it, and exactly the features that CPU has: code
+// for it runs on any machine with those features, whatever machine compiles it.
+Target named_cpu(const std::string &text, const std::string &cpu) {
+    initialize_llvm();
+    Target t;
+    t.triple = llvm::sys::getProcessTriple();
+    std::string error;
+    const llvm::Target *target = llvm::TargetRegistry::lookupTarget(t.triple, error);
+    if (!target) user_error("target '", text, "': LLVM does not support ", t.triple, ": ", error);
+    std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(t.triple, "", ""));
+    if (!info || !info->isCPUStringValid(cpu)) {
+        user_error("target '", text, "': unknown CPU '", cpu, "' for ", t.triple, " (",
+                   info ? "e.g. " + example_cpus(*info) : std::string("no CPU list"), "); ",
+                   target_forms);
+    }
+    info.reset(target->createMCSubtargetInfo(t.triple, cpu, ""));
+    std::vector<std::string> features;
+    for (const llvm::SubtargetFeatureKV &kv : info->getAllProcessorFeatures()) {
+        if (info->getFeatureBits().test(kv.Value)) features.push_back(kv.Key);
+    }
+    std::sort(features.begin(), features.end());
+    t.cpu = cpu;
+    for (const std::string &f : features)
+        t.features += (t.features.empty() ? "+" : ",+") + f;
+    t.vector_bits = vector_bits_for(t);
+    return t;
+}
+
+} // namespace
+
 Target Target::parse(const std::string &text) {
     size_t semi = text.find(';');
     std::string head = text.substr(0, semi),
                 rest = semi == std::string::npos ? "" : text.substr(semi);
+    if (text.empty()) return host();
+    if (head.find('=') != std::string::npos) return from_string(text);
     GpuApi api = GpuApi::None;
-    if (head == "host-cuda") {
-        api = GpuApi::CUDA;
-    } else if (head == "host-opencl") {
-        api = GpuApi::OpenCL;
-    } else if (head != "host" && !text.empty()) {
-        if (head.find('=') == std::string::npos) {
-            user_error("target '", text,
-                       "': expected host, host-cuda, host-opencl (each optionally followed by "
-                       "';key=value'), or a full target string (triple=...;cpu=...)");
+    auto strip = [&](const std::string &suffix, GpuApi a) {
+        if (head.size() > suffix.size() &&
+            head.compare(head.size() - suffix.size(), suffix.size(), suffix) == 0) {
+            head.resize(head.size() - suffix.size());
+            api = a;
         }
-        return from_string(text);
-    }
-    // Later keys win in from_string, so the overrides replace the host's fields.
-    return from_string(host().with_gpu(api).to_string() + rest);
+    };
+    strip("-cuda", GpuApi::CUDA);
+    strip("-opencl", GpuApi::OpenCL);
+    if (head.empty()) user_error("target '", text, "': ", target_forms);
+    Target base = head == "host" ? host() : named_cpu(text, head);
+    // Later keys win in from_string, so the overrides replace the base's fields.
+    return from_string(base.with_gpu(api).to_string() + rest);
 }
 
 Target Target::from_string(const std::string &text) {

@@ -55,10 +55,13 @@ struct Target {
     /// their defaults. Raises CompileError on an unknown key or a malformed value.
     static Target from_string(const std::string &text);
 
-    /// The target a user names on a command line or in kiln_add_kernel: "host" (this machine),
-    /// "host-cuda" and "host-opencl" (this machine's CPU with GPU kernels), any of these followed
-    /// by ";key=value..." to change fields ("host-cuda;cuda_archs=sm_90"), or a full to_string()
-    /// text. Raises CompileError as from_string.
+    /// The target a user names on a command line or in kiln_add_kernel: "host" (this machine,
+    /// all its features), a CPU name LLVM knows for this machine's architecture (the x86-64
+    /// levels "x86-64-v2", "x86-64-v3", "x86-64-v4", or "skylake-avx512", "znver4", ...: the
+    /// host's triple with exactly that CPU's features, so the code runs on any machine that has
+    /// them), either followed by "-cuda" or "-opencl" (GPU kernels) and by ";key=value..." to
+    /// change fields ("x86-64-v3-cuda;cuda_archs=sm_90"), or a full to_string() text. Raises
+    /// CompileError for an unknown CPU (naming some known ones) and as from_string.
     static Target parse(const std::string &text);
 
     bool operator==(const Target &o) const = default;
