@@ -3,7 +3,8 @@
 #
 #   kiln_add_kernel(NAME <name> GENERATOR <generator executable target>
 #                   [GENERATOR_NAME <registered generator>] [FUNCTION_NAME <C function>]
-#                   [TARGET host|host-cuda|host-opencl|<target string>] [PARAMS key=value ...]
+#                   [TARGET host|host-cuda|host-opencl|<target string>]
+#                   [TARGETS <target> <target> ...] [PARAMS key=value ...]
 #                   [EMIT assembly llvm_ir object ...])
 #
 # Writes <name>.a, <name>.h, <name>.json and <name>.stmt (plus the EMIT kinds) into
@@ -13,16 +14,22 @@
 # registers one generator. TARGET defaults to "host" (the machine that builds); "host-cuda" and
 # "host-opencl" add GPU kernels (CUDA objects embed PTX and cubins for sm_80 and sm_90);
 # "host$<SEMICOLON>fast_math=1" changes one field (write the target string's semicolons as
-# $<SEMICOLON>, since CMake splits lists at ';'). The kernel is regenerated when the generator
-# executable changes.
+# $<SEMICOLON>, since CMake splits lists at ';'). A CPU name LLVM knows gives portable code:
+# "x86-64-v2", "x86-64-v3", "x86-64-v4", "skylake-avx512", "znver4", ... (also with -cuda,
+# -opencl and ;key=value). TARGETS (instead of TARGET) builds a multi-target kernel: one variant
+# per target in one library, and an entry point that runs, at each call, the first listed variant
+# whose CPU features the running CPU has, else the last (list the most portable last);
+# KILN_FORCE_TARGET=<name or index> or kiln_force_target() overrides the choice. The generator
+# is run with one -t per target. The kernel is regenerated when the generator executable changes.
 include_guard(GLOBAL)
 
 function(kiln_add_kernel)
     cmake_parse_arguments(ARG "" "NAME;GENERATOR;GENERATOR_NAME;FUNCTION_NAME;TARGET"
-                          "PARAMS;EMIT" ${ARGN})
+                          "TARGETS;PARAMS;EMIT" ${ARGN})
     if(ARG_UNPARSED_ARGUMENTS)
         message(FATAL_ERROR "kiln_add_kernel: unexpected arguments '${ARG_UNPARSED_ARGUMENTS}'; "
-                            "known: NAME GENERATOR GENERATOR_NAME FUNCTION_NAME TARGET PARAMS EMIT")
+                            "known: NAME GENERATOR GENERATOR_NAME FUNCTION_NAME TARGET TARGETS "
+                            "PARAMS EMIT")
     endif()
     if(NOT ARG_NAME)
         message(FATAL_ERROR "kiln_add_kernel: NAME is required (the kernel's target and file name)")
@@ -43,8 +50,23 @@ function(kiln_add_kernel)
     if(NOT ARG_FUNCTION_NAME)
         set(ARG_FUNCTION_NAME ${ARG_NAME})
     endif()
+    if(ARG_TARGET AND ARG_TARGETS)
+        message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): give TARGET (one target) or TARGETS "
+                            "(a multi-target kernel), not both")
+    endif()
+    if("TARGETS" IN_LIST ARG_KEYWORDS_MISSING_VALUES)
+        message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): TARGETS needs at least one target, "
+                            "e.g. TARGETS x86-64-v4 x86-64-v3")
+    endif()
     if(NOT ARG_TARGET)
         set(ARG_TARGET host)
+    endif()
+    set(target_args -t "${ARG_TARGET}")
+    if(ARG_TARGETS)
+        set(target_args)
+        foreach(t IN LISTS ARG_TARGETS)
+            list(APPEND target_args -t "${t}")
+        endforeach()
     endif()
     if(TARGET kiln::runtime)
         set(runtime kiln::runtime)
@@ -88,7 +110,7 @@ function(kiln_add_kernel)
     add_custom_command(
         OUTPUT ${outputs}
         COMMAND ${ARG_GENERATOR} -o ${dir} -n ${ARG_NAME} -f ${ARG_FUNCTION_NAME}
-                -t "${ARG_TARGET}" -e ${emit} ${generator_args} ${ARG_PARAMS}
+                ${target_args} -e ${emit} ${generator_args} ${ARG_PARAMS}
         DEPENDS ${ARG_GENERATOR}
         COMMENT "kiln: generating kernel ${ARG_NAME} with ${ARG_GENERATOR}"
         VERBATIM)

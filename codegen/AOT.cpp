@@ -10,6 +10,7 @@
 #include "codegen/CUDABundle.h"
 #include "codegen/CodeGenDevice.h"
 #include "codegen/CodeGenLLVM.h"
+#include "codegen/MultiTarget.h"
 #include "codegen/ObjectEmitter.h"
 #include "lang/Error.h"
 #include "lang/IRPrinter.h"
@@ -233,6 +234,12 @@ std::string c_signature(const LoweredFunc &f) {
 }
 
 std::string c_header_text(const LoweredFunc &f, const Target &t, const std::string &guard_name) {
+    return c_header_text(f, std::vector<Target>{t}, guard_name);
+}
+
+std::string c_header_text(const LoweredFunc &f, const std::vector<Target> &targets,
+                          const std::string &guard_name) {
+    internal_assert(!targets.empty(), "c_header_text: no target");
     std::string signature = c_signature(f);
     std::vector<std::string> names = c_argument_names(f);
     bool has_bool = false;
@@ -247,9 +254,19 @@ std::string c_header_text(const LoweredFunc &f, const Target &t, const std::stri
     guard += "_H";
 
     std::ostringstream s;
-    s << "/* " << f.name << ": a kiln kernel compiled ahead of time. Generated; do not edit.\n"
-      << " * Target: " << t.to_string() << "\n"
-      << " *\n"
+    s << "/* " << f.name << ": a kiln kernel compiled ahead of time. Generated; do not edit.\n";
+    if (targets.size() == 1) {
+        s << " * Target: " << targets[0].to_string() << "\n";
+    } else {
+        std::vector<std::string> names = target_variant_names(targets);
+        s << " * Multi-target: one variant per target. Each call runs the first variant whose CPU\n"
+          << " * features this CPU has, else the last; KILN_FORCE_TARGET=<name or index> or\n"
+          << " * kiln_force_target() picks one. Variants, in order:\n";
+        for (size_t i = 0; i < targets.size(); i++) {
+            s << " *   " << i << " " << names[i] << ": " << targets[i].to_string() << "\n";
+        }
+    }
+    s << " *\n"
       << " * Arguments, in order:\n";
     for (size_t i = 0; i < f.args.size(); i++) {
         s << " *   " << names[i] << ": " << describe(f.args[i]) << "\n";
@@ -347,6 +364,91 @@ LoweredFunc with_argument_order(LoweredFunc f, const std::vector<std::string> &i
     return f;
 }
 
+namespace {
+
+// The object code of f for t, with the GPU kernels' source (and for CUDA, PTX and cubins).
+LLVMModule module_for(const LoweredFunc &f, const Target &t, const std::string &device_source) {
+    // A CUDA object carries PTX and cubins for t.cuda_archs beside the source, so it runs
+    // without NVRTC on the machine that links it (codegen/CUDABundle.h).
+    std::string embedded = t.gpu == GpuApi::CUDA && !device_source.empty()
+                               ? make_cuda_bundle(device_source, t.cuda_archs)
+                               : device_source;
+    return compile_to_llvm_module(f, t, embedded);
+}
+
+} // namespace
+
+void compile_lowered_to(const LoweredFunc &f, const std::vector<Target> &targets,
+                        const OutputSet &outputs) {
+    compile_lowered_to(std::vector<LoweredFunc>(targets.size(), f), targets, outputs);
+}
+
+void compile_lowered_to(const std::vector<LoweredFunc> &variants,
+                        const std::vector<Target> &targets, const OutputSet &outputs) {
+    internal_assert(variants.size() == targets.size(), "compile_lowered_to: ", variants.size(),
+                    " lowered variants for ", targets.size(), " targets");
+    if (targets.empty()) {
+        user_error("a kernel's list of targets is empty; name at least one, e.g. host");
+    }
+    const LoweredFunc &f = variants.back();
+    if (targets.size() == 1) {
+        compile_lowered_to(f, targets[0], outputs);
+        return;
+    }
+    check_c_identifier(f.name, "function name");
+    for (size_t i = 0; i < variants.size(); i++) {
+        if (variants[i].name != f.name || c_signature(variants[i]) != c_signature(f)) {
+            user_error("the variants of a multi-target kernel must have one signature: for ",
+                       targets[i].cpu, " it is '", c_signature(variants[i]), "', for ",
+                       targets.back().cpu, " '", c_signature(f), "'");
+        }
+    }
+    std::string signature = c_signature(f);
+    for (const auto &[kind, path] : outputs.paths) {
+        if (kind != OutputKind::StaticLibrary && kind != OutputKind::CHeader &&
+            kind != OutputKind::Metadata && kind != OutputKind::LoweredStmt) {
+            user_error("kernel '", f.name, "' for ", targets.size(), " targets: cannot write ",
+                       output_kind_name(kind),
+                       "; a multi-target kernel is a static_library with its c_header (and "
+                       "metadata, lowered_stmt); compile for one target to get the others");
+        }
+        if (path.empty()) user_error("the output path for ", output_kind_name(kind), " is empty");
+        make_parent_directory(path);
+    }
+    std::vector<std::string> names = target_variant_names(targets), symbols;
+    std::vector<uint64_t> required;
+    std::vector<std::pair<std::string, std::string>> members;
+    if (outputs.has(OutputKind::StaticLibrary)) {
+        for (size_t i = 0; i < targets.size(); i++) {
+            LoweredFunc variant = variants[i];
+            variant.name = f.name + "_" + c_argument_name(names[i]);
+            symbols.push_back(variant.name);
+            required.push_back(required_cpu_features(targets[i]));
+            members.emplace_back(
+                variant.name + ".o",
+                module_for(variant, targets[i], kernel_source(variant, targets[i])).object_code());
+        }
+        members.emplace_back(
+            f.name + ".o",
+            compile_dispatcher(f, targets.back(), names, symbols, required).object_code());
+        write_output_file(outputs.path(OutputKind::StaticLibrary), make_static_library(members),
+                          "a static library");
+    }
+    if (outputs.has(OutputKind::CHeader)) {
+        std::string base = std::filesystem::path(outputs.path(OutputKind::CHeader)).stem().string();
+        write_output_file(outputs.path(OutputKind::CHeader), c_header_text(f, targets, base),
+                          "a C header");
+    }
+    if (outputs.has(OutputKind::LoweredStmt)) {
+        write_output_file(outputs.path(OutputKind::LoweredStmt), lowered_stmt_text(f),
+                          "the lowered statement");
+    }
+    if (outputs.has(OutputKind::Metadata)) {
+        write_output_file(outputs.path(OutputKind::Metadata), metadata_json(f, targets.back()),
+                          "metadata");
+    }
+}
+
 void compile_lowered_to(const LoweredFunc &f, const Target &t, const OutputSet &outputs) {
     check_c_identifier(f.name, "function name");
     // Validate every argument (and build the texts) before writing anything.
@@ -359,12 +461,7 @@ void compile_lowered_to(const LoweredFunc &f, const Target &t, const OutputSet &
                       outputs.has(OutputKind::Assembly) || outputs.has(OutputKind::LLVMIR);
     std::string device_source = kernel_source(f, t);
     if (needs_llvm) {
-        // A CUDA object carries PTX and cubins for t.cuda_archs beside the source, so it runs
-        // without NVRTC on the machine that links it (codegen/CUDABundle.h).
-        std::string embedded = t.gpu == GpuApi::CUDA && !device_source.empty()
-                                   ? make_cuda_bundle(device_source, t.cuda_archs)
-                                   : device_source;
-        LLVMModule module = compile_to_llvm_module(f, t, embedded);
+        LLVMModule module = module_for(f, t, device_source);
         if (outputs.has(OutputKind::LLVMIR)) module.write_llvm_ir(outputs.path(OutputKind::LLVMIR));
         if (outputs.has(OutputKind::Assembly)) {
             module.write_assembly(outputs.path(OutputKind::Assembly));

@@ -70,9 +70,25 @@ LoweredFunc with_argument_order(LoweredFunc f, const std::vector<std::string> &i
 /// once and shared by the object, library, assembly and IR outputs.
 void compile_lowered_to(const LoweredFunc &f, const Target &t, const OutputSet &outputs);
 
+/// A multi-target kernel (codegen/MultiTarget.h): one static library with f compiled for each
+/// target, the first listed preferred, and a dispatcher named f.name that picks, at each call,
+/// the first variant whose CPU features this CPU has, else the last (list the most portable
+/// target last: it must run on every machine you ship to). Writes the static library, the C
+/// header (the same signature, and the variants), metadata and the lowered statement; other
+/// kinds are a CompileError (compile one target for objects, assembly or IR), as is an empty
+/// list. One target is compile_lowered_to(f, t, outputs).
+void compile_lowered_to(const LoweredFunc &f, const std::vector<Target> &targets,
+                        const OutputSet &outputs);
+/// The same with f lowered once per target (variants[i] for targets[i], e.g. a generator run
+/// with each target): CompileError unless all have the same name and C signature.
+void compile_lowered_to(const std::vector<LoweredFunc> &variants,
+                        const std::vector<Target> &targets, const OutputSet &outputs);
+
 /// The C header text for f (see the top of this file); `guard_name` names the include guard
-/// (f.name when empty).
+/// (f.name when empty). With several targets it lists the variants of a multi-target kernel.
 std::string c_header_text(const LoweredFunc &f, const Target &t,
+                          const std::string &guard_name = "");
+std::string c_header_text(const LoweredFunc &f, const std::vector<Target> &targets,
                           const std::string &guard_name = "");
 /// The C prototype of the typed entry point, without the final semicolon.
 std::string c_signature(const LoweredFunc &f);

@@ -26,15 +26,22 @@ void write_output_file(const std::string &path, const std::string &bytes, const 
 }
 
 std::string make_static_library(const std::string &object_code, const std::string &member_name) {
-    llvm::MemoryBufferRef ref(llvm::StringRef(object_code.data(), object_code.size()), member_name);
+    return make_static_library({{member_name, object_code}});
+}
+
+std::string make_static_library(const std::vector<std::pair<std::string, std::string>> &objects) {
     std::vector<llvm::NewArchiveMember> members;
-    members.emplace_back(ref);
+    for (const auto &[name, object] : objects) {
+        llvm::MemoryBufferRef ref(llvm::StringRef(object.data(), object.size()), name);
+        members.emplace_back(ref);
+    }
     auto archive = llvm::writeArchiveToBuffer(members, llvm::SymtabWritingMode::NormalSymtab,
                                               llvm::object::Archive::K_GNU,
                                               /*Deterministic=*/true, /*Thin=*/false);
     if (!archive) {
         std::string message = llvm::toString(archive.takeError());
-        internal_error("cannot make a static library of '", member_name, "': ", message);
+        internal_error("cannot make a static library of '",
+                       objects.empty() ? std::string("nothing") : objects[0].first, "': ", message);
     }
     return std::string((*archive)->getBufferStart(), (*archive)->getBufferSize());
 }

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "codegen/Target.h"
 #include "schedule/LoweredFunc.h"
@@ -20,6 +22,8 @@ void compile_to_llvm_ir(const LoweredFunc &f, const Target &t, const std::string
 /// stored as member_name. Deterministic: no timestamps, uid or gid. InternalError when LLVM
 /// cannot read the object.
 std::string make_static_library(const std::string &object_code, const std::string &member_name);
+/// The same with several objects, each {member name, object bytes}, in the order given.
+std::string make_static_library(const std::vector<std::pair<std::string, std::string>> &members);
 
 /// Writes bytes to path, replacing the file; RuntimeError naming `what` and the path on failure.
 void write_output_file(const std::string &path, const std::string &bytes, const char *what);

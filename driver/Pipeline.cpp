@@ -349,6 +349,12 @@ void Pipeline::compile_to(const OutputSet &outputs, const std::string &function_
     compile_lowered_to(with_argument_order(lower(function_name), argument_order), target, outputs);
 }
 
+void Pipeline::compile_to(const OutputSet &outputs, const std::string &function_name,
+                          const std::vector<Target> &targets,
+                          const std::vector<std::string> &argument_order) const {
+    compile_lowered_to(with_argument_order(lower(function_name), argument_order), targets, outputs);
+}
+
 void Pipeline::compile_to_static_library(const std::string &dir, const std::string &function_name,
                                          const Target &target,
                                          const std::vector<std::string> &argument_order) const {

@@ -67,6 +67,12 @@ public:
     void compile_to(const OutputSet &outputs, const std::string &function_name,
                     const Target &target = Target::host(),
                     const std::vector<std::string> &argument_order = {}) const;
+    /// A multi-target kernel (codegen/AOT.h): the static library holds one variant per target
+    /// and an entry point that runs, at each call, the first variant whose CPU features the
+    /// running CPU has, else the last (list the most portable target last).
+    void compile_to(const OutputSet &outputs, const std::string &function_name,
+                    const std::vector<Target> &targets,
+                    const std::vector<std::string> &argument_order = {}) const;
     /// dir/function_name.a and dir/function_name.h, for linking into a C or C++ program.
     void compile_to_static_library(const std::string &dir, const std::string &function_name,
                                    const Target &target = Target::host(),

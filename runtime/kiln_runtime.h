@@ -410,6 +410,53 @@ int kiln_cuda_timer_stop(float *ms);
 int kiln_cuda_compile(const char *source, size_t source_size, int arch, int want_cubin,
                       void **image, size_t *image_size);
 
+/* ---- Multi-target kernels ------------------------------------------------------------------ */
+
+/// The CPU features a variant of a multi-target kernel may require, as LLVM names them; a
+/// feature's bit in a mask is its position in this list (sse3 is bit 0). x86-64 only: on other
+/// CPUs kiln_cpu_features() is 0. The code generator uses no feature outside the list (AMX and
+/// the like), so these are the ones that decide whether a variant runs.
+#define KILN_CPU_FEATURE_NAMES                                                                     \
+    "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "cx16", "movbe", "xsave", "lzcnt", "bmi",       \
+        "bmi2", "adx", "aes", "pclmul", "sha", "avx", "avx2", "fma", "f16c", "vaes", "vpclmulqdq", \
+        "gfni", "avxvnni", "avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl",              \
+        "avx512ifma", "avx512vbmi", "avx512vbmi2", "avx512vnni", "avx512bitalg",                   \
+        "avx512vpopcntdq", "avx512bf16", "avx512fp16"
+/// How many names KILN_CPU_FEATURE_NAMES holds.
+#define KILN_CPU_FEATURE_COUNT 36
+
+/// The features of the CPU this process runs on (bits as in KILN_CPU_FEATURE_NAMES), read with
+/// cpuid once; AVX and AVX-512 features count only when the operating system saves their
+/// registers (xgetbv).
+uint64_t kiln_cpu_features(void);
+
+/// One variant of a multi-target kernel: its name (the CPU name of its target, e.g. "x86-64-v3")
+/// and the features it requires.
+typedef struct kiln_target_variant_t {
+    const char *name;
+    uint64_t required_features;
+} kiln_target_variant_t;
+
+/// Which variant of kernel a multi-target entry point runs; called by the entry point on each
+/// call (a loop over a few masks). Without an override: the first variant, in the order the
+/// targets were listed, whose required features this CPU has; if none has them, the last
+/// (list the most portable target last). The override, kiln_force_target() or else the
+/// environment variable KILN_FORCE_TARGET (read at the first call), names a variant by name or
+/// by index (0 is the first listed); an override that names no variant of kernel, or a variant
+/// whose features this CPU lacks, is an error (-1, with a message) rather than a crash. A
+/// required bit past KILN_CPU_FEATURE_COUNT (a kernel from a newer kiln) counts as lacking.
+int kiln_select_target_variant(const char *kernel, int count,
+                               const kiln_target_variant_t *variants);
+
+/// Makes every multi-target kernel of this process run the variant named (a name or an index,
+/// as KILN_FORCE_TARGET; copied), or with NULL choose by CPU features again, ignoring
+/// KILN_FORCE_TARGET from then on. For tests and benchmarks.
+void kiln_force_target(const char *name);
+
+/// The name of the variant that this thread's latest call of a multi-target kernel chose, or ""
+/// before the first such call.
+const char *kiln_last_target_variant(void);
+
 // NOLINTEND(readability-identifier-naming)
 
 #ifdef __cplusplus

@@ -15,6 +15,7 @@
 
 #include "codegen/AOT.h"
 #include "codegen/CUDABundle.h"
+#include "codegen/MultiTarget.h"
 #include "codegen/NVRTC.h"
 #include "codegen/ObjectEmitter.h"
 #include "driver/Generator.h"
@@ -290,6 +291,166 @@ TEST(AOTTarget, X86_64V3KernelRunsFromC) {
     CommandResult run = run_command(dir / "main");
     ASSERT_EQ(run.status, 0) << run.output;
     EXPECT_THAT(run.output, HasSubstr("run: 0 wrong: 0"));
+}
+
+/// Runs the multi-target kernel aot_multi (scale_pipeline) with argv[1] forced ("auto": the
+/// CPU's choice) and prints the variant it ran, the return code and the number of wrong values.
+const char *multi_program = R"(#include <stdio.h>
+#include <string.h>
+#include "aot_multi.h"
+int main(int argc, char **argv) {
+    enum { W = 37, H = 5 };
+    static float in[W * H], out[W * H];
+    kiln_dimension_t din[2] = {{0, W, 1, 0}, {0, H, W, 0}}, dout[2] = {{0, W, 1, 0}, {0, H, W, 0}};
+    kiln_buffer_t bin, bout;
+    int i, code, wrong = 0;
+    memset(&bin, 0, sizeof(bin));
+    memset(&bout, 0, sizeof(bout));
+    for (i = 0; i < W * H; i++) in[i] = (float)i * 0.5f;
+    bin.host = (uint8_t *)in;
+    bout.host = (uint8_t *)out;
+    bin.type.code = bout.type.code = (uint8_t)kiln_type_float;
+    bin.type.bits = bout.type.bits = 32;
+    bin.type.lanes = bout.type.lanes = 1;
+    bin.dimensions = bout.dimensions = 2;
+    bin.dim = din;
+    bout.dim = dout;
+    if (argc > 1 && strcmp(argv[1], "auto") != 0) kiln_force_target(argv[1]);
+    code = aot_multi(&bin, 2.0f, true, 3, &bout);
+    for (i = 0; code == 0 && i < W * H; i++) wrong += out[i] != -in[i] * 2.0f + 3.0f;
+    printf("variant: %s code: %d wrong: %d\n", kiln_last_target_variant(), code, wrong);
+    if (code != 0) printf("error: %s\n", kiln_last_error_message());
+    return 0;
+}
+)";
+
+TEST(AOTMultiTarget, EachVariantRunsAndTheCpuPicksTheFirstItSupports) {
+    TempDir dir;
+    std::vector<Target> targets = {Target::parse("x86-64-v4"), Target::parse("x86-64-v3"),
+                                   Target::parse("x86-64")};
+    scale_pipeline().compile_to(
+        OutputSet::in_directory(dir.path.string(), "aot_multi",
+                                {OutputKind::StaticLibrary, OutputKind::CHeader}),
+        "aot_multi", targets);
+    std::string header = read_file(dir / "aot_multi.h");
+    EXPECT_THAT(header, HasSubstr("int aot_multi(kiln_buffer_t *in, float a_gain, bool b_flip, "
+                                  "uint8_t c_bias, kiln_buffer_t *out);"));
+    EXPECT_THAT(header, HasSubstr(" *   0 x86-64-v4: triple="));
+    EXPECT_THAT(header, HasSubstr(" *   2 x86-64: triple="));
+    write_file(dir / "main.c", multi_program);
+    CommandResult build = build_c_program(dir, "main.c", dir / "aot_multi.a", dir / "main");
+    ASSERT_EQ(build.status, 0) << build.output;
+
+    // Without an override, the first listed whose features this CPU has.
+    uint64_t host = required_cpu_features(Target::host());
+    std::string expected = "x86-64";
+    for (const Target &t : {targets[0], targets[1]}) {
+        if ((required_cpu_features(t) & ~host) == 0) {
+            expected = t.cpu;
+            break;
+        }
+    }
+    EXPECT_THAT(run_command(dir / "main auto").output,
+                HasSubstr("variant: " + expected + " code: 0 wrong: 0"));
+    // Forced by the function, by name or index, and by the environment.
+    for (size_t i = 0; i < targets.size(); i++) {
+        if ((required_cpu_features(targets[i]) & ~host) != 0) continue; // cannot run here
+        EXPECT_THAT(run_command(dir / "main " + targets[i].cpu).output,
+                    HasSubstr("variant: " + targets[i].cpu + " code: 0 wrong: 0"));
+        EXPECT_THAT(run_command(dir / "main " + std::to_string(i)).output,
+                    HasSubstr("variant: " + targets[i].cpu + " code: 0 wrong: 0"));
+        EXPECT_THAT(
+            run_command("KILN_FORCE_TARGET=" + targets[i].cpu + " " + dir / "main auto").output,
+            HasSubstr("variant: " + targets[i].cpu + " code: 0 wrong: 0"));
+    }
+    EXPECT_THAT(run_command("KILN_FORCE_TARGET=pentium " + dir / "main auto").output,
+                HasSubstr("code: -1 wrong: 0\nerror: kernel 'aot_multi' has no target variant "
+                          "'pentium' (forced by KILN_FORCE_TARGET or kiln_force_target; its "
+                          "variants: x86-64-v4, x86-64-v3, x86-64, or their indices 0 to 2)"));
+}
+
+TEST(AOTMultiTarget, RuntimeFeaturesAgreeWithLLVMsHostDetection) {
+    static const char *const names[] = {KILN_CPU_FEATURE_NAMES};
+    uint64_t runtime = kiln_cpu_features(), llvm = required_cpu_features(Target::host());
+    for (int i = 0; i < KILN_CPU_FEATURE_COUNT; i++) {
+        EXPECT_EQ((runtime >> i) & 1, (llvm >> i) & 1) << names[i];
+    }
+}
+
+TEST(AOTMultiTarget, ForcingAVariantThisCpuCannotRunIsAnError) {
+    // Bit 63 is no feature this runtime knows, so no CPU has it.
+    kiln_target_variant_t variants[2] = {{"future", uint64_t(1) << 63}, {"plain", 0}};
+    kiln_force_target(nullptr);
+    EXPECT_EQ(kiln_select_target_variant("k", 2, variants), 1);
+    EXPECT_STREQ(kiln_last_target_variant(), "plain");
+    kiln_force_target("future");
+    EXPECT_EQ(kiln_select_target_variant("k", 2, variants), kiln_error_generic);
+    EXPECT_STREQ(kiln_last_error_message(),
+                 "kernel 'k': the forced target variant 'future' needs the CPU feature 'bit 63, "
+                 "unknown to this runtime', which this CPU lacks; force another variant or none");
+    kiln_force_target("1");
+    EXPECT_EQ(kiln_select_target_variant("k", 2, variants), 1);
+    kiln_force_target(nullptr);
+    // A feature the runtime knows but this CPU lacks is named.
+    static const char *const names[] = {KILN_CPU_FEATURE_NAMES};
+    uint64_t lacking = ((uint64_t(1) << KILN_CPU_FEATURE_COUNT) - 1) & ~kiln_cpu_features();
+    if (!lacking) return; // this CPU has all of them
+    variants[0].required_features = lacking;
+    kiln_force_target("0");
+    EXPECT_EQ(kiln_select_target_variant("k", 2, variants), kiln_error_generic);
+    EXPECT_EQ(
+        std::string(kiln_last_error_message()),
+        std::string("kernel 'k': the forced target variant 'future' needs the CPU feature '") +
+            names[__builtin_ctzll(lacking)] +
+            "', which this CPU lacks; force another variant or none");
+    kiln_force_target(nullptr);
+}
+
+TEST(AOTMultiTarget, OnlyLibrariesAndHeadersAndANonEmptyList) {
+    TempDir dir;
+    auto message = [&](const std::vector<Target> &targets, OutputKind kind) {
+        try {
+            scale_pipeline().compile_to(OutputSet::in_directory(dir.path.string(), "k", {kind}),
+                                        "k", targets);
+        } catch (const CompileError &e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    std::vector<Target> two = {Target::parse("x86-64-v3"), Target::parse("x86-64")};
+    EXPECT_EQ(message(two, OutputKind::Assembly),
+              "kernel 'k' for 2 targets: cannot write assembly; a multi-target kernel is a "
+              "static_library with its c_header (and metadata, lowered_stmt); compile for one "
+              "target to get the others");
+    EXPECT_EQ(message({}, OutputKind::StaticLibrary),
+              "a kernel's list of targets is empty; name at least one, e.g. host");
+}
+
+TEST(AOTMultiTarget, VariantsMustShareTheSignature) {
+    TempDir dir;
+    Pipeline p = scale_pipeline();
+    LoweredFunc a = p.lower("k"), b = with_argument_order(a, {"a_gain", "in", "b_flip", "c_bias"});
+    try {
+        compile_lowered_to(
+            {a, b}, {Target::parse("x86-64-v3"), Target::parse("x86-64")},
+            OutputSet::in_directory(dir.path.string(), "k", {OutputKind::StaticLibrary}));
+        FAIL() << "no error";
+    } catch (const CompileError &e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "the variants of a multi-target kernel must have one signature: for x86-64-v3 "
+                  "it is 'int k(kiln_buffer_t *in, float a_gain, bool b_flip, uint8_t c_bias, "
+                  "kiln_buffer_t *out)', for x86-64 'int k(float a_gain, kiln_buffer_t *in, bool "
+                  "b_flip, uint8_t c_bias, kiln_buffer_t *out)'");
+    }
+}
+
+TEST(AOTMultiTarget, RequiredFeaturesAreTheTargetsOwn) {
+    uint64_t v3 = required_cpu_features(Target::parse("x86-64-v3")),
+             v4 = required_cpu_features(Target::parse("x86-64-v4"));
+    EXPECT_EQ(v3 & ~v4, 0u) << "v4 includes v3";
+    EXPECT_NE(v4 & ~v3, 0u);
+    EXPECT_EQ(target_variant_names({Target::parse("x86-64-v3"), Target::parse("x86-64-v3")}),
+              (std::vector<std::string>{"x86-64-v3", "x86-64-v3-1"}));
 }
 
 TEST(AOT, HeaderCompilesAsC99AndCxx) {
