@@ -23,9 +23,9 @@ std::map<std::string, Operator> &registry() {
 
 void register_locked(Operator op) {
     if (op.name.empty()) user_error("register_operator: the operator has no name");
-    if (!op.make || !op.hand_schedule || !op.reference || !op.work) {
+    if (!op.make || !op.hand_schedule || !op.work) {
         user_error("register_operator: operator '", op.name,
-                   "' must set make, hand_schedule, reference and work");
+                   "' must set make, hand_schedule and work");
     }
     if (op.shape_names.size() != op.default_shape.size()) {
         user_error("register_operator: operator '", op.name, "' has ", op.shape_names.size(),
@@ -122,11 +122,33 @@ void register_builtin_operators() {
     register_builtins_locked();
 }
 
-const Operator &find_operator(const std::string &name) {
+namespace {
+std::function<bool(const std::string &)> &resolver() {
+    static std::function<bool(const std::string &)> r;
+    return r;
+}
+} // namespace
+
+void set_operator_resolver(std::function<bool(const std::string &name)> r) {
     std::lock_guard<std::mutex> lock(registry_mutex);
-    register_builtins_locked();
+    resolver() = std::move(r);
+}
+
+const Operator &find_operator(const std::string &name) {
+    std::function<bool(const std::string &)> resolve;
+    {
+        std::lock_guard<std::mutex> lock(registry_mutex);
+        register_builtins_locked();
+        auto it = registry().find(name);
+        if (it != registry().end()) return it->second;
+        resolve = resolver();
+    }
+    // The resolver registers through register_operator, which takes the lock.
+    bool resolved = resolve && resolve(name);
+    std::lock_guard<std::mutex> lock(registry_mutex);
     auto it = registry().find(name);
     if (it != registry().end()) return it->second;
+    if (resolved) internal_error("the operator resolver did not register '", name, "'");
     std::string known;
     for (const auto &[n, op] : registry()) {
         if (op.test_only) continue;

@@ -57,6 +57,8 @@ struct Operator {
     /// Applies the hand schedule written for this kind of CPU to a fresh instance.
     std::function<void(OperatorInstance &, const Target &)> hand_schedule;
     /// The expected output, computed with plain C++ loops (not kiln) from the instance's inputs.
+    /// Optional: without one, the tuner checks candidates against the reference evaluator at
+    /// sampled points (autotune/Checker.h).
     std::function<BufferBase(const OperatorInstance &)> reference;
     /// Work per run: floating-point operations (for GF/s) or bytes moved (for GB/s).
     std::function<double(const std::vector<int64_t> &shape)> work;
@@ -72,7 +74,12 @@ void register_operator(Operator op);
 /// Registers the operators that ship with kiln (idempotent). Called by the functions below.
 void register_builtin_operators();
 /// The operator with this name; raises CompileError listing the known names when there is none.
+/// A name no registered operator has is first offered to the resolver, when one is set.
 const Operator &find_operator(const std::string &name);
+/// Called by find_operator with an unknown name: registers the operator of that name (and
+/// returns true) or returns false. A generator executable serving the tuner resolves the names
+/// of its generators (autotune/GeneratorOperator.h). Errors it raises reach find_operator's caller.
+void set_operator_resolver(std::function<bool(const std::string &name)> resolver);
 /// All registered operators, sorted by name (test-only ones only when asked).
 std::vector<const Operator *> all_operators(bool include_test_only = false);
 

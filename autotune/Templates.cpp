@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "autotune/AutoSpace.h"
+#include "autotune/GeneratorOperator.h"
 #include "codegen/Target.h"
 #include "lang/Error.h"
 
@@ -208,6 +209,9 @@ SearchSpace space_for(const apps::Operator &op, const std::vector<int64_t> &shap
                       const std::string &kind, const Target &target, const GpuLimits *gpu_limits) {
     if (kind != "template" && kind != "auto")
         throw CompileError("search space kind must be 'template' or 'auto', got '" + kind + "'");
+    if (kind == "template") {
+        if (auto knobs = generator_knob_space(op, shape, target)) return std::move(*knobs);
+    }
     if (target.has_gpu()) {
         std::string api = gpu_api_name(target.gpu);
         if (kind == "auto")

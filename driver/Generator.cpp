@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -104,6 +105,116 @@ bool GeneratorContext::get_bool(const std::string &key, bool fallback) const {
     user_error("generator parameter '", key, "' must be 1/0, true/false or on/off, got '", v, "'");
 }
 
+std::vector<int64_t> parse_shape_text(const std::string &text, const std::string &what) {
+    std::vector<int64_t> shape;
+    for (const std::string &piece : split(text, text.find(',') != std::string::npos ? ',' : 'x')) {
+        bool digits =
+            !piece.empty() && piece.size() <= 10 &&
+            std::all_of(piece.begin(), piece.end(), [](char c) { return c >= '0' && c <= '9'; });
+        long long v = digits ? std::stoll(piece) : 0;
+        if (!digits || v <= 0 || v > 0x7fffffffLL) {
+            user_error(what, " '", text, "': '", piece,
+                       "' is not a positive integer below 2^31; write extents like 4096x4096");
+        }
+        shape.push_back(v);
+    }
+    return shape;
+}
+
+std::vector<int64_t> GeneratorContext::get_shape(const std::string &key,
+                                                 std::vector<int64_t> fallback) const {
+    if (!has(key)) return fallback;
+    return parse_shape_text(params.at(key), "generator parameter '" + key + "'");
+}
+
+std::string GeneratorContext::knob_value(GeneratorKnob declared,
+                                         const std::vector<std::string> &texts) {
+    const std::string name = declared.name;
+    check_c_identifier(name, "knob name");
+    if (texts.empty()) user_error("knob '", name, "' has no values; list at least one");
+    for (size_t i = 0; i < texts.size(); i++) {
+        if (std::find(texts.begin(), texts.begin() + i, texts[i]) != texts.begin() + i)
+            user_error("knob '", name, "' lists the value ", texts[i], " twice");
+    }
+    auto same = std::find_if(knob_list.begin(), knob_list.end(),
+                             [&](const GeneratorKnob &k) { return k.name == name; });
+    if (same != knob_list.end()) {
+        if (same->kind != declared.kind || same->integers != declared.integers ||
+            same->choices != declared.choices)
+            user_error("knob '", name, "' is declared twice with different values");
+        return chosen.at(name);
+    }
+    std::string value = texts[0];
+    auto tuned = knob_values.find(name);
+    if (tuned != knob_values.end()) {
+        value = tuned->second;
+    } else if (has(name)) {
+        value = params.at(name);
+    }
+    if (std::find(texts.begin(), texts.end(), value) == texts.end()) {
+        std::string legal;
+        for (const std::string &t : texts)
+            legal += (legal.empty() ? "" : ", ") + t;
+        user_error("knob '", name, "' cannot be ", value, "; its values are ", legal);
+    }
+    knob_list.push_back(std::move(declared));
+    chosen[name] = value;
+    return value;
+}
+
+int64_t GeneratorContext::knob(const std::string &name, const std::vector<int64_t> &values) {
+    GeneratorKnob k;
+    k.name = name;
+    k.integers = values;
+    std::vector<std::string> texts;
+    for (int64_t v : values)
+        texts.push_back(std::to_string(v));
+    return std::stoll(knob_value(std::move(k), texts));
+}
+
+int64_t GeneratorContext::knob_range(const std::string &name, int64_t lo, int64_t hi,
+                                     int64_t step) {
+    if (step <= 0 || lo > hi || (hi - lo) / step >= 100000)
+        user_error("knob '", name, "': range ", lo, "..", hi, " step ", step,
+                   " must have lo <= hi, a positive step and at most 100000 values");
+    std::vector<int64_t> values;
+    for (int64_t v = lo; v <= hi; v += step)
+        values.push_back(v);
+    return knob(name, values);
+}
+
+std::string GeneratorContext::knob_choice(const std::string &name,
+                                          const std::vector<std::string> &values) {
+    GeneratorKnob k;
+    k.name = name;
+    k.kind = GeneratorKnob::Kind::choice;
+    k.choices = values;
+    return knob_value(std::move(k), values);
+}
+
+void GeneratorContext::constraint(const std::string &description, bool holds) {
+    if (holds) return;
+    std::string values;
+    for (const GeneratorKnob &k : knob_list)
+        values += (values.empty() ? "" : ", ") + k.name + "=" + chosen.at(k.name);
+    user_error("generator constraint '", description, "' does not hold for ",
+               values.empty() ? "these parameters" : values);
+}
+
+void GeneratorContext::set_tolerance(double tolerance) {
+    if (!(tolerance >= 0) || !std::isfinite(tolerance))
+        user_error("set_tolerance: ", tolerance, " must be a finite number >= 0");
+    tolerance_ = tolerance;
+}
+
+std::vector<std::string> GeneratorContext::unused() const {
+    std::vector<std::string> r;
+    for (const auto &[key, value] : params) {
+        if (!read.count(key)) r.push_back(key);
+    }
+    return r;
+}
+
 void GeneratorContext::check_all_used(const std::string &generator_name) const {
     std::string unused, used;
     for (const auto &[key, value] : params) {
@@ -148,7 +259,19 @@ std::vector<std::string> generator_names() {
     return names;
 }
 
-Pipeline run_generator(const std::string &name, GeneratorContext &context) {
+bool has_generator(const std::string &name) {
+    Registry &r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    return r.generators.count(name) != 0;
+}
+
+std::vector<std::string> generator_registration_errors() {
+    Registry &r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    return r.startup_errors;
+}
+
+Pipeline run_generator(const std::string &name, GeneratorContext &context, bool check_unused) {
     GeneratorFunction fn;
     {
         Registry &r = registry();
@@ -158,7 +281,7 @@ Pipeline run_generator(const std::string &name, GeneratorContext &context) {
     }
     if (!fn) user_error("no generator called '", name, "' (", known_generators(), ")");
     Pipeline p = fn(context);
-    context.check_all_used(name);
+    if (check_unused) context.check_all_used(name);
     return p;
 }
 

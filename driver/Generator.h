@@ -19,6 +19,18 @@
 // A generator reads its parameters (PARAMS key=value in CMake, key=value on the command line)
 // through the context; a parameter given but never read is an error, so typos do not pass
 // silently.
+//
+// Tuning (`kiln tune --generator ./my_gen brighten --shape 4096x4096`, see autotune/
+// GeneratorOperator.h): the tuner runs the generator, removes whatever schedule it wrote (the
+// algorithm is what is tuned; the generator's own schedule is the "hand" baseline) and searches
+// either the automatic space or the space the generator declares with knobs:
+//
+//   int tile = int(ctx.knob("tile", {16, 32, 64}));         // 16 when building normally
+//   std::string order = ctx.knob_choice("order", {"xy", "yx"});
+//   ctx.constraint("tile fits the vector", tile % 8 == 0);
+//
+// When building normally a knob is its first value, or the value of the parameter of its name
+// (`tile=32`); when tuning it is the value of the candidate being built.
 #pragma once
 
 #include <functional>
@@ -47,6 +59,16 @@
 
 namespace kiln {
 
+/// A knob a generator declared (GeneratorContext::knob): the search space it writes for its
+/// own schedule. Integer knobs list `integers`, choices list `choices`.
+struct GeneratorKnob {
+    enum class Kind { integer, choice };
+    std::string name;
+    Kind kind = Kind::integer;
+    std::vector<int64_t> integers;
+    std::vector<std::string> choices;
+};
+
 /// What a generator is run with: the target and the key=value parameters.
 class GeneratorContext {
 public:
@@ -65,6 +87,35 @@ public:
     double get_float(const std::string &key, double fallback) const;
     /// The parameter as a flag: 1/0, true/false, on/off; CompileError otherwise.
     bool get_bool(const std::string &key, bool fallback) const;
+    /// The parameter as a shape, "4096x4096" or "4096,4096" (positive integers below 2^31);
+    /// CompileError naming it otherwise.
+    std::vector<int64_t> get_shape(const std::string &key, std::vector<int64_t> fallback) const;
+
+    /// A knob of the generator's schedule with its legal values (at least one, no repeats): the
+    /// tuned value when tuning, else the parameter of that name when given, else the first value.
+    /// A second call with the same name must list the same values. CompileError otherwise.
+    int64_t knob(const std::string &name, const std::vector<int64_t> &values);
+    /// An integer knob over lo, lo + step, ... up to hi.
+    int64_t knob_range(const std::string &name, int64_t lo, int64_t hi, int64_t step = 1);
+    /// A knob choosing one of several names.
+    std::string knob_choice(const std::string &name, const std::vector<std::string> &values);
+    /// A condition the knob values must meet, e.g. constraint("tile_x * tile_y <= 4096", ...).
+    /// A build whose values break it raises CompileError naming it and the knob values; the
+    /// tuner proposes only configs that meet every constraint.
+    void constraint(const std::string &description, bool holds);
+    /// The knobs declared so far, in declaration order.
+    const std::vector<GeneratorKnob> &knobs() const { return knob_list; }
+    /// Set by the tuner: the value of each knob for the candidate being built (text: an integer
+    /// or a choice). Knobs not listed take their default.
+    void set_knob_values(std::map<std::string, std::string> values) {
+        knob_values = std::move(values);
+    }
+
+    /// The largest relative error the tuner accepts against the reference evaluator
+    /// (|got - expected| / max(1, |expected|)); 1e-4 unless the generator sets it (for example
+    /// when a schedule may reorder a long floating-point sum).
+    void set_tolerance(double tolerance);
+    double tolerance() const { return tolerance_; }
 
     /// The order of the kernel's inputs (ImageParam and Param names); see
     /// Pipeline::compile_to. Empty: the order lowering lists them (with_argument_order).
@@ -73,12 +124,20 @@ public:
 
     /// CompileError naming every given parameter that was never read, with the ones that were.
     void check_all_used(const std::string &generator_name) const;
+    /// The given parameters never read, sorted.
+    std::vector<std::string> unused() const;
 
 private:
+    /// The value of a knob with these legal values (as text), recording its declaration.
+    std::string knob_value(GeneratorKnob declared, const std::vector<std::string> &texts);
+
     Target target_;
     std::map<std::string, std::string> params;
     mutable std::set<std::string> read;
     std::vector<std::string> order;
+    std::vector<GeneratorKnob> knob_list;
+    std::map<std::string, std::string> knob_values, chosen;
+    double tolerance_ = 1e-4;
 };
 
 using GeneratorFunction = std::function<Pipeline(GeneratorContext &)>;
@@ -88,8 +147,17 @@ using GeneratorFunction = std::function<Pipeline(GeneratorContext &)>;
 void register_generator(const std::string &name, GeneratorFunction fn);
 /// The registered generator names, sorted.
 std::vector<std::string> generator_names();
-/// Runs a registered generator; CompileError listing the known names when there is none.
-Pipeline run_generator(const std::string &name, GeneratorContext &context);
+/// Runs a registered generator; CompileError listing the known names when there is none, and
+/// (check_all_used) for a parameter it never read.
+Pipeline run_generator(const std::string &name, GeneratorContext &context,
+                       bool check_unused = true);
+/// Whether a generator of that name is registered.
+bool has_generator(const std::string &name);
+/// The errors raised while registering generators at program start (empty when none).
+std::vector<std::string> generator_registration_errors();
+/// Parses "4096x4096" or "4096,4096" into positive integers below 2^31; CompileError starting
+/// with `what` otherwise.
+std::vector<int64_t> parse_shape_text(const std::string &text, const std::string &what);
 
 /// "host" (this machine), "host;key=value;..." (this machine with some fields replaced, e.g.
 /// "host;fast_math=1") or Target::to_string()'s form.

@@ -51,6 +51,9 @@ public:
     Pipeline(const Func &output) : outputs{output} {}
     explicit Pipeline(std::vector<Func> outputs) : outputs(std::move(outputs)) {}
 
+    /// The output Funcs, in the order given.
+    const std::vector<Func> &output_funcs() const { return outputs; }
+
     /// Lowers the pipeline as it is scheduled now.
     LoweredFunc lower(const std::string &name = "") const;
     /// The IR after each lowering pass, as text.

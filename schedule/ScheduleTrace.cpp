@@ -698,6 +698,17 @@ void ScheduleTrace::apply(const std::vector<Func> &outputs) const {
     }
 }
 
+void remove_schedule(const std::vector<Func> &outputs) {
+    for (const FunctionPtr &f : reachable(outputs)) {
+        f->directives.clear();
+        if (f->updates_rewritten) {
+            f->updates = f->original_updates;
+            f->original_updates.clear();
+            f->updates_rewritten = false;
+        }
+    }
+}
+
 bool operator==(const ScheduleTrace &a, const ScheduleTrace &b) {
     return a.algorithm_hash == b.algorithm_hash &&
            std::equal(a.directives.begin(), a.directives.end(), b.directives.begin(),

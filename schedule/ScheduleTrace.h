@@ -83,6 +83,13 @@ struct ScheduleTrace {
     void apply(const std::vector<Func> &outputs) const;
 };
 
+/// Removes the schedule of a pipeline: every directive of every Func reachable from the outputs,
+/// and what rfactor did (the updates as written come back; its intermediates are no longer
+/// called). What is left is the algorithm as written, with the same algorithm_hash, on which
+/// ScheduleTrace::apply replays another schedule. The tuner uses it to tune a generator whose
+/// function also schedules (autotune/GeneratorOperator.h).
+void remove_schedule(const std::vector<Func> &outputs);
+
 /// Same hash and the same directives, field by field (sequence included).
 bool operator==(const ScheduleTrace &a, const ScheduleTrace &b);
 inline bool operator!=(const ScheduleTrace &a, const ScheduleTrace &b) {
