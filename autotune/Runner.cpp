@@ -26,7 +26,7 @@ std::string default_worker_path() {
     return exe.substr(0, exe.rfind('/') + 1) + "kiln-worker";
 }
 
-WorkerProcess::WorkerProcess(const std::string &path) {
+WorkerProcess::WorkerProcess(const std::string &path, const std::vector<std::string> &args) {
     if (access(path.c_str(), X_OK) != 0)
         throw RuntimeError("cannot start the measuring worker '" + path +
                            "': " + std::strerror(errno) +
@@ -43,6 +43,12 @@ WorkerProcess::WorkerProcess(const std::string &path) {
         throw RuntimeError(std::string("cannot create pipes for the worker: ") +
                            std::strerror(errno));
     }
+    std::vector<std::string> words{path};
+    words.insert(words.end(), args.begin(), args.end());
+    std::vector<char *> argv;
+    for (std::string &w : words)
+        argv.push_back(w.data());
+    argv.push_back(nullptr);
     pid_t parent = getpid();
     child = fork();
     if (child < 0) {
@@ -57,7 +63,7 @@ WorkerProcess::WorkerProcess(const std::string &path) {
         dup2(in_pipe[0], 0);
         dup2(out_pipe[1], 1);
         dup2(err_fd, 2);
-        execl(path.c_str(), path.c_str(), (char *)nullptr);
+        execv(path.c_str(), argv.data());
         _exit(127);
     }
     close(err_fd);

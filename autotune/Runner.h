@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,8 +20,9 @@ std::string default_worker_path();
 
 class WorkerProcess {
 public:
-    /// Starts the worker; raises RuntimeError naming the path when it cannot be started.
-    explicit WorkerProcess(const std::string &path);
+    /// Starts the worker with the arguments (a generator executable is started as
+    /// `EXE --kiln-worker`); raises RuntimeError naming the path when it cannot be started.
+    explicit WorkerProcess(const std::string &path, const std::vector<std::string> &args = {});
     ~WorkerProcess();
     WorkerProcess(const WorkerProcess &) = delete;
     WorkerProcess &operator=(const WorkerProcess &) = delete;

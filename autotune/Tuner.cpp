@@ -395,7 +395,7 @@ void Tuner::refill() {
 }
 
 void Tuner::replace_worker(Slot &s) {
-    s.worker = std::make_unique<WorkerProcess>(worker_path);
+    s.worker = std::make_unique<WorkerProcess>(worker_path, opt.worker_args);
     s.state = Slot::State::idle;
 }
 

@@ -84,7 +84,9 @@ struct TuneOptions {
     double first_timeout_s = 10; ///< run deadline before any ok measurement
     double compile_timeout_s = 300;
     std::string worker_path; ///< empty: default_worker_path()
-    bool progress = true;    ///< the live progress line on `err`
+    /// The worker's arguments: {"--kiln-worker"} when the worker is a generator executable.
+    std::vector<std::string> worker_args;
+    bool progress = true; ///< the live progress line on `err`
     /// Set from a signal handler to stop cleanly (committed work is kept; resume continues).
     const std::atomic<bool> *stop = nullptr;
 };

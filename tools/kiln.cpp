@@ -17,8 +17,10 @@
 #include "autotune/Simulator.h"
 #include "autotune/Strategy.h"
 #include "autotune/Tuner.h"
+#include "driver/Generator.h"
 #include "kiln.h"
 #include "tools/DbCommands.h"
+#include "tools/GeneratorTune.h"
 
 namespace {
 
@@ -102,7 +104,17 @@ int main(int argc, char **argv) {
     bool no_resume = false, no_baselines = false, simulate = false, quiet = false;
     CLI::App *tune_cmd = app.add_subcommand(
         "tune", "search schedules for an operator, recording every measurement in the database");
-    tune_cmd->add_option("operator", tune.op, "operator name (e.g. matmul)")->required();
+    tune_cmd
+        ->add_option("operator", tune.op,
+                     "operator name (e.g. matmul), or the generator's with --generator")
+        ->required();
+    std::string generator_exe;
+    std::vector<std::string> generator_params;
+    tune_cmd->add_option("--generator", generator_exe,
+                         "tune a generator of this executable (linked with kiln::generator) "
+                         "instead of a built-in operator; --shape gives its output's extents");
+    tune_cmd->add_option("--param", generator_params,
+                         "key=value: a generator parameter, knob or scalar Param (repeatable)");
     tune_cmd->add_option("--shape", tune_shape, "e.g. 1024x1024x1024 (default: the operator's)");
     tune_cmd->add_option("--trials", tune.trials, "search trials (0: no limit)");
     tune_cmd->add_option("--time", tune_time, "wall-clock budget: 90s, 30m, 8h");
@@ -170,6 +182,39 @@ int main(int argc, char **argv) {
     CLI11_PARSE(app, argc, argv);
     try {
         if (*demo) return run_demo(width, height);
+        if (*tune_cmd && !generator_exe.empty()) {
+            GeneratorTuneRequest request;
+            request.generator = tune.op;
+            for (const std::string &p : generator_params)
+                add_param(request.params, p);
+            if (tune_shape.empty())
+                throw CompileError("--generator: give the extents of the generator's output with "
+                                   "--shape, e.g. --shape 4096x4096");
+            if (!tune.worker_path.empty())
+                throw CompileError("--worker " + tune.worker_path +
+                                   ": with --generator the generator executable is the worker");
+            request.shape = parse_shape_text(tune_shape, "--shape");
+            if (!tune_time.empty()) {
+                tune.time_s = parse_duration(tune_time);
+                if (!(tune.time_s > 0))
+                    throw CompileError("--time " + tune_time +
+                                       ": a positive duration, e.g. 90s, 30m or 8h");
+            }
+            tune.resume = !no_resume;
+            tune.baselines = !no_baselines;
+            tune.progress = !quiet;
+            if (tune.trials <= 0 && tune.time_s <= 0) tune.trials = 100;
+            autotune::validate(tune);
+            if (simulate && autotune::tune_target(tune.target).has_gpu())
+                throw CompileError("--simulate replays CPU records only; drop --target " +
+                                   tune.target);
+            request.options = tune;
+            request.simulate = simulate;
+            request.strategy_given = tune_cmd->count("--strategy") > 0;
+            return run_generator_tune(generator_exe, request);
+        }
+        if (!generator_params.empty())
+            throw CompileError("--param is for generators: add --generator EXE");
         if (*tune_cmd) {
             tune.shape = shape_of(tune.op, tune_shape);
             if (!tune_time.empty()) {
