@@ -1,0 +1,395 @@
+// Tuning the operators users define as generators: the generator as an operator (inputs sized by
+// bounds inference, its own schedule removed, knobs as a search space), the checker against the
+// reference evaluator, and `kiln tune --generator` end to end with a generator executable like a
+// user's (tests/autotune/generators/TestGenerators.cpp, also linked into this test).
+#include <gtest/gtest.h>
+
+#include "tests/autotune/TempDir.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "autotune/Checker.h"
+#include "autotune/GeneratorOperator.h"
+#include "driver/Generator.h"
+#include "lang/Error.h"
+#include "lang/ReferenceEvaluator.h"
+#include "runtime/kiln_runtime.h"
+#include "schedule/ScheduleTrace.h"
+#include "tuning_db/TuningDB.h"
+
+using namespace kiln;
+using namespace kiln::autotune;
+
+namespace {
+
+using autotune_test::TempDir;
+
+std::string error_of(const std::function<void()> &fn) {
+    try {
+        fn();
+    } catch (const std::exception &e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+struct Ran {
+    int status = -1;
+    std::string output;
+};
+
+/// Runs the kiln command line with the arguments; stdout and stderr together.
+Ran kiln_cli(const std::string &args) {
+    Ran r;
+    std::string cmd = std::string(KILN_CLI_PATH) + " " + args + " 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+        r.output.append(buf, n);
+    int status = pclose(p);
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+std::string tune_generator(const std::string &name, const std::string &db,
+                           const std::string &extra) {
+    return std::string("tune --generator ") + KILN_TEST_GENERATORS + " " + name + " --db " + db +
+           " --strategy random --jobs 1 --threads 2 --min-time-ms 5 --remeasure 0 --quiet " + extra;
+}
+
+std::map<std::string, int64_t> statuses(const std::string &db, const std::string &op) {
+    std::map<std::string, int64_t> r;
+    auto d = tuning_db::Database::open_existing(db);
+    for (const auto &w : d.workloads_matching(op, "")) {
+        if (w.key.op != op) continue;
+        for (const auto &t : d.targets())
+            for (const auto &m : d.history(w.id, t.id, 0))
+                r[tuning_db::to_string(m.status)]++;
+    }
+    return r;
+}
+
+std::vector<std::string> errors_of(const std::string &db, const std::string &op) {
+    std::vector<std::string> r;
+    auto d = tuning_db::Database::open_existing(db);
+    for (const auto &w : d.workloads_matching(op, ""))
+        for (const auto &t : d.targets())
+            for (const auto &m : d.history(w.id, t.id, 0))
+                if (!m.error.empty() && w.key.op == op) r.push_back(m.error);
+    return r;
+}
+
+} // namespace
+
+// --- the generator as an operator ---------------------------------------------------------------
+
+TEST(GeneratorOperator, NameCarriesTheSortedParametersAndParsesBack) {
+    GeneratorSpec s{"brighten", {{"vector", "16"}, {"offset", "2"}, {"size", "4,4"}}};
+    std::string name = generator_operator_name(s);
+    EXPECT_EQ(name, "brighten[offset=2,size=4,4,vector=16]");
+    auto back = parse_generator_operator_name(name);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->generator, "brighten");
+    EXPECT_EQ(back->params, s.params);
+    EXPECT_EQ(generator_operator_name({"brighten", {}}), "brighten");
+    EXPECT_FALSE(parse_generator_operator_name("brighten[offset]"));
+}
+
+TEST(GeneratorOperator, InputsCoverWhatTheOutputRegionReadsAndTheScheduleIsRemoved) {
+    const apps::Operator &op = generator_operator({"tiled_blur", {}});
+    EXPECT_EQ(op.shape_names, (std::vector<std::string>{"x", "y"}));
+    apps::OperatorInstance inst = op.make({64, 48});
+    ASSERT_EQ(inst.input_data.size(), 1u);
+    const BufferBase &in = inst.input_data[0];
+    EXPECT_EQ(in.dim(0).min, -1);
+    EXPECT_EQ(in.dim(0).extent, 66);
+    EXPECT_EQ(in.dim(1).min, -1);
+    EXPECT_EQ(in.dim(1).extent, 50);
+    EXPECT_TRUE(ScheduleTrace::capture({inst.output}).directives.empty());
+    ASSERT_EQ(inst.stages.size(), 1u);
+    EXPECT_EQ(inst.stages[0].name(), "blur_x");
+
+    // The hand schedule is the generator's own (knobs at their first values), and it runs.
+    op.hand_schedule(inst, Target::host());
+    EXPECT_FALSE(ScheduleTrace::capture({inst.output}).directives.empty());
+    inst.bind_inputs();
+    BufferBase got = inst.realize();
+    BufferBase want = reference_realize(inst.output, {64, 48});
+    EXPECT_LE(apps::max_relative_error(got, want), 1e-6);
+    EXPECT_EQ(op.work({64, 48}), (66.0 * 50 + 64 * 48) * 4);
+}
+
+TEST(GeneratorOperator, ParametersSetScalarParamsAndGeneratorParameters) {
+    const apps::Operator &op = generator_operator({"brighten", {{"gain", "2"}, {"offset", "1"}}});
+    EXPECT_EQ(op.name, "brighten[gain=2,offset=1]");
+    apps::OperatorInstance inst = op.make({16, 4});
+    inst.bind_inputs();
+    Buffer<float> out = inst.realize();
+    Buffer<float> in = inst.input_data[0];
+    EXPECT_FLOAT_EQ(out(3, 2), in(3, 2) * 2 + 1);
+    // Without the parameter, the Param's own default (1.5).
+    apps::OperatorInstance plain = generator_operator({"brighten", {}}).make({16, 4});
+    plain.bind_inputs();
+    Buffer<float> out2 = plain.realize();
+    Buffer<float> in2 = plain.input_data[0];
+    EXPECT_FLOAT_EQ(out2(3, 2), in2(3, 2) * 1.5f);
+}
+
+TEST(GeneratorOperator, BadInputsSayWhatIsWrong) {
+    EXPECT_EQ(error_of([] {
+                  generator_operator({"nope", {}});
+              })
+                  .rfind("no generator called 'nope' in "
+                         "this program (it registers: ",
+                         0),
+              0u);
+    EXPECT_EQ(error_of([] {
+                  generator_operator({"brighten", {{"gian", "2"}}}).make({8, 8});
+              }),
+              "generator 'brighten' has no parameter 'gian': it reads no such parameter and has no "
+              "Param of that name (its Params: gain); check the spelling of --param");
+    EXPECT_EQ(error_of([] {
+                  generator_operator({"brighten", {{"gain", "x2"}}}).make({8, 8});
+              }),
+              "generator 'brighten': param 'gain' of float32 must be a number, got 'x2'");
+    EXPECT_EQ(error_of([] {
+                  generator_operator({"tiled_blur", {}}).make({64, 48, 3});
+              }),
+              "shape '64x48x3' for generator 'tiled_blur' has 3 values, but its output 'blur_y' "
+              "has 2 dimensions (x, y); give 2 extents, e.g. --shape 256x256");
+    EXPECT_EQ(error_of([] {
+                  generator_operator({"throws", {}});
+              }),
+              "generator 'throws' failed while building its algorithm: no coefficients for this "
+              "shape");
+    EXPECT_EQ(error_of([] {
+                  generator_operator({"tiled_blur", {{"tile", "12"}}});
+              }),
+              "generator 'tiled_blur' failed while building its algorithm: knob 'tile' cannot be "
+              "12; its values are 8, 16, 32");
+}
+
+TEST(GeneratorOperator, KnobsAreTheSearchSpaceWithTheirConstraints) {
+    const apps::Operator &op = generator_operator({"tiled_blur", {}});
+    std::optional<SearchSpace> s = generator_knob_space(op, {64, 48}, Target::host());
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->knobs().size(), 3u);
+    EXPECT_EQ(s->knobs()[0].name, "tile");
+    EXPECT_EQ(s->knobs()[2].values.size(), 3u);
+    EXPECT_TRUE(s->valid(s->from_json({{"tile", 8}, {"vector", 4}, {"blur_x_at", "root"}})));
+    EXPECT_EQ(s->violated(Config{{0, 1, 0}}), "the generator's constraints (ctx.constraint)");
+    // A config's schedule applies to a fresh instance and computes the right answer.
+    apps::OperatorInstance inst = op.make({64, 48});
+    s->apply(inst, s->from_json({{"tile", 16}, {"vector", 8}, {"blur_x_at", "inline"}}));
+    BufferBase got = inst.realize();
+    EXPECT_LE(apps::max_relative_error(got, reference_realize(inst.output, {64, 48})), 1e-6);
+    // A knob given as a parameter is fixed.
+    const apps::Operator &fixed = generator_operator({"tiled_blur", {{"tile", "16"}}});
+    std::optional<SearchSpace> f = generator_knob_space(fixed, {64, 48}, Target::host());
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->knobs()[0].values.size(), 1u);
+    // Without knobs: no generator space (the automatic one is used).
+    EXPECT_FALSE(
+        generator_knob_space(generator_operator({"brighten", {}}), {8, 8}, Target::host()));
+}
+
+TEST(GeneratorContext, ShapesAndKnobDeclarationsAreChecked) {
+    GeneratorContext ctx(Target::host(), {{"size", "64x32"}, {"bad", "64xx"}});
+    EXPECT_EQ(ctx.get_shape("size", {}), (std::vector<int64_t>{64, 32}));
+    EXPECT_EQ(ctx.get_shape("other", {8}), (std::vector<int64_t>{8}));
+    EXPECT_EQ(error_of([&] { ctx.get_shape("bad", {}); }),
+              "generator parameter 'bad' '64xx': '' is not a positive integer below 2^31; write "
+              "extents like 4096x4096");
+    EXPECT_EQ(ctx.knob("t", {4, 8}), 4);
+    EXPECT_EQ(error_of([&] {
+                  ctx.knob("t", {4, 16});
+              }),
+              "knob 't' is declared twice with different values");
+    EXPECT_EQ(error_of([&] { ctx.knob("u", {}); }), "knob 'u' has no values; list at least one");
+    EXPECT_EQ(error_of([&] { ctx.constraint("t > 4", false); }),
+              "generator constraint 't > 4' does not hold for t=4");
+}
+
+// --- the checker --------------------------------------------------------------------------------
+
+TEST(Checker, SamplesCornersEdgesAndAThousandPoints) {
+    std::vector<std::vector<int>> p = sample_points({64, 48}, 1000, 1);
+    std::set<std::vector<int>> set(p.begin(), p.end());
+    for (auto c : std::vector<std::vector<int>>{{0, 0}, {63, 0}, {0, 47}, {63, 47}, {1, 47}})
+        EXPECT_TRUE(set.count(c)) << c[0] << "," << c[1];
+    EXPECT_GE(p.size(), 1100u); // 1000 random points and the edges
+    EXPECT_EQ(p, sample_points({64, 48}, 1000, 1));
+}
+
+TEST(Checker, PassesACorrectCandidateAndCatchesWrongUnwrittenAndRacyOnes) {
+    const apps::Operator &op = generator_operator({"brighten", {}});
+    ReferenceChecker checker(op.make({40, 30}), op.tolerance);
+    apps::OperatorInstance cand = op.make({40, 30});
+    CompiledPipeline compiled = cand.pipeline().compile_jit();
+    auto run = [&](BufferBase &o) -> std::string {
+        return compiled.run({o}) == 0 ? "" : kiln_last_error_message();
+    };
+    CheckResult ok = checker.check(cand, run);
+    EXPECT_EQ(ok.status, "ok") << ok.error;
+
+    // A wrong value at one corner.
+    CheckResult wrong = checker.check(cand, [&](BufferBase &o) {
+        std::string e = run(o);
+        Buffer<float> b(o);
+        b(39, 29) += 0.5f;
+        return e;
+    });
+    EXPECT_EQ(wrong.status, "wrong_answer");
+    EXPECT_EQ(wrong.error.rfind("output 'brightened' at (39, 29): got ", 0), 0u) << wrong.error;
+
+    // Rows never written, wherever they are (not only at sampled points).
+    CheckResult unwritten = checker.check(cand, [&](BufferBase &o) {
+        Buffer<float> out(o);
+        BufferBase scratch = cand.make_output();
+        std::string e = run(scratch);
+        Buffer<float> s(scratch);
+        for (int y = 0; y < 30; y++)
+            for (int x = 0; x < 40; x++)
+                if (!(x == 17 && y == 13)) out(x, y) = s(x, y);
+        return e;
+    });
+    EXPECT_EQ(unwritten.status, "wrong_answer");
+    EXPECT_EQ(unwritten.error.rfind("output 'brightened' at (17, 13) was never written (it still "
+                                    "holds the NaN it was filled with; expected ",
+                                    0),
+              0u)
+        << unwritten.error;
+
+    // An answer that depends on the number of threads.
+    CheckResult racy = checker.check(cand, [&](BufferBase &o) {
+        std::string e = run(o);
+        Buffer<float> b(o);
+        if (kiln_get_num_threads() == 1) b(5, 5) += 1;
+        return e;
+    });
+    EXPECT_EQ(racy.status, "wrong_answer");
+    EXPECT_NE(racy.error.find("differs between"), std::string::npos) << racy.error;
+
+    // Right on the first input set only.
+    int calls = 0;
+    CheckResult second = checker.check(cand, [&](BufferBase &o) {
+        std::string e = run(o);
+        Buffer<float> b(o);
+        if (++calls == 3) b(0, 0) = 1e6f;
+        return e;
+    });
+    EXPECT_EQ(second.status, "wrong_answer");
+    EXPECT_NE(second.error.find("with the second input set"), std::string::npos) << second.error;
+}
+
+TEST(Checker, IntegerOutputsAreFilledWithASentinel) {
+    const apps::Operator &op = generator_operator({"threshold", {}});
+    ReferenceChecker checker(op.make({33, 7}), op.tolerance);
+    apps::OperatorInstance cand = op.make({33, 7});
+    CompiledPipeline compiled = cand.pipeline().compile_jit();
+    CheckResult ok = checker.check(cand, [&](BufferBase &o) -> std::string {
+        return compiled.run({o}) == 0 ? "" : kiln_last_error_message();
+    });
+    EXPECT_EQ(ok.status, "ok") << ok.error;
+    CheckResult skipped = checker.check(cand, [&](BufferBase &) -> std::string { return ""; });
+    EXPECT_EQ(skipped.status, "wrong_answer");
+    EXPECT_NE(skipped.error.find("still holds the sentinel"), std::string::npos) << skipped.error;
+}
+
+// --- kiln tune --generator, end to end
+// ------------------------------------------------------------
+
+TEST(GeneratorTune, TunesRecordsOkMeasurementsAndResumes) {
+    TempDir dir;
+    std::string db = dir / "k.db";
+    Ran first = kiln_cli(tune_generator("brighten", db, "--shape 64x48 --param gain=2 --trials 3"));
+    ASSERT_EQ(first.status, 0) << first.output;
+    EXPECT_NE(first.output.find("best: "), std::string::npos) << first.output;
+    auto s = statuses(db, "brighten[gain=2]");
+    EXPECT_EQ(s["ok"], 5) << first.output; // 3 trials + the default and hand schedules
+    Ran again = kiln_cli(tune_generator("brighten", db, "--shape 64x48 --param gain=2 --trials 2"));
+    ASSERT_EQ(again.status, 0) << again.output;
+    auto t = statuses(db, "brighten[gain=2]");
+    EXPECT_EQ(t["ok"], 7) << again.output; // the baselines are not measured again
+    Ran sim = kiln_cli(tune_generator("brighten", db, "--shape 64x48 --param gain=2 --simulate"));
+    EXPECT_EQ(sim.status, 0) << sim.output;
+    EXPECT_NE(sim.output.find("random"), std::string::npos) << sim.output;
+    Ran list = kiln_cli("db list --db " + db);
+    EXPECT_NE(list.output.find("brighten[gain=2]"), std::string::npos) << list.output;
+}
+
+TEST(GeneratorTune, KnobSpaceTunes) {
+    TempDir dir;
+    std::string db = dir / "k.db";
+    Ran r = kiln_cli(tune_generator("tiled_blur", db, "--shape 64x48 --trials 4"));
+    ASSERT_EQ(r.status, 0) << r.output;
+    auto s = statuses(db, "tiled_blur");
+    EXPECT_EQ(s["ok"], 6) << r.output; // 4 trials + the default and hand schedules
+}
+
+TEST(GeneratorTune, AScheduleThatLeavesPointsUnwrittenIsAWrongAnswer) {
+    TempDir dir;
+    std::string db = dir / "k.db";
+    Ran r = kiln_cli(tune_generator("bounded", db, "--shape 32x24 --param rows=8 --trials 1"));
+    ASSERT_EQ(r.status, 0) << r.output;
+    auto s = statuses(db, "bounded[rows=8]");
+    EXPECT_EQ(s["wrong_answer"], 2) << r.output; // the hand schedule and the one search trial
+    EXPECT_EQ(s["ok"], 1) << r.output;           // the default schedule
+    bool named = false;
+    for (const std::string &e : errors_of(db, "bounded[rows=8]"))
+        named |= e.find("at (0, 8) was never written") != std::string::npos;
+    EXPECT_TRUE(named);
+}
+
+TEST(GeneratorTune, BadInputsSayWhatIsWrong) {
+    TempDir dir;
+    std::string db = dir / "k.db";
+    Ran unknown = kiln_cli(tune_generator("nope", db, "--shape 8x8"));
+    EXPECT_EQ(unknown.status, 1);
+    EXPECT_NE(unknown.output.find("kiln: no generator called 'nope' in this program (it registers: "
+                                  "bounded, brighten, crashes, threshold, throws, tiled_blur)"),
+              std::string::npos)
+        << unknown.output;
+    Ran param = kiln_cli(tune_generator("brighten", db, "--shape 8x8 --param gian=2"));
+    EXPECT_EQ(param.status, 1);
+    EXPECT_NE(param.output.find("kiln: generator 'brighten' has no parameter 'gian'"),
+              std::string::npos)
+        << param.output;
+    Ran shape = kiln_cli(tune_generator("brighten", db, "--shape 8x8x3"));
+    EXPECT_EQ(shape.status, 1);
+    EXPECT_NE(shape.output.find("kiln: shape '8x8x3' for generator 'brighten' has 3 values, but "
+                                "its output 'brightened' has 2 dimensions (x, y)"),
+              std::string::npos)
+        << shape.output;
+    Ran throws = kiln_cli(tune_generator("throws", db, "--shape 8x8"));
+    EXPECT_EQ(throws.status, 1);
+    EXPECT_NE(throws.output.find("kiln: generator 'throws' failed while building its algorithm: no "
+                                 "coefficients for this shape"),
+              std::string::npos)
+        << throws.output;
+    Ran crashes = kiln_cli(tune_generator("crashes", db, "--shape 8x8"));
+    EXPECT_EQ(crashes.status, 1);
+    EXPECT_NE(crashes.output.find("was killed by signal 11 (Segmentation fault) while tuning "
+                                  "'crashes'; run it alone to debug: "),
+              std::string::npos)
+        << crashes.output;
+    Ran no_shape = kiln_cli(tune_generator("brighten", db, ""));
+    EXPECT_NE(no_shape.output.find("kiln: --generator: give the extents of the generator's output "
+                                   "with --shape, e.g. --shape 4096x4096"),
+              std::string::npos)
+        << no_shape.output;
+    Ran missing = kiln_cli("tune --generator " + dir.path + "/no-such-exe brighten --shape 8x8");
+    EXPECT_NE(missing.output.find("/no-such-exe: No such file or directory; give the path of a "
+                                  "generator executable"),
+              std::string::npos)
+        << missing.output;
+    Ran builtin = kiln_cli("tune blur --param gain=2");
+    EXPECT_NE(builtin.output.find("kiln: --param is for generators: add --generator EXE"),
+              std::string::npos)
+        << builtin.output;
+}

@@ -1,0 +1,79 @@
+// Generators for the tests of tuning generators (tests/autotune/GeneratorTuneTest.cpp): built into
+// the test executable (in-process tests) and into kiln_test_generators, a generator executable
+// like a user's (end-to-end tests of `kiln tune --generator` and `--kiln-worker`).
+#include <csignal>
+#include <stdexcept>
+
+#include "driver/Generator.h"
+
+namespace {
+
+using namespace kiln;
+
+/// out = in * gain + offset: a scalar Param with a default and a generator parameter.
+Pipeline brighten(GeneratorContext &ctx) {
+    ImageParam in(Float(32), 2, "in");
+    Param<float> gain("gain", 1.5f);
+    Func out("brightened");
+    Var x("x"), y("y");
+    out(x, y) = in(x, y) * gain + float(ctx.get_float("offset", 0.0));
+    out.vectorize(x, int(ctx.get_int("vector", 8))).parallel(y);
+    ctx.set_argument_order({"in", "gain"});
+    return out;
+}
+
+/// A 3x3 box blur in two passes whose schedule is a user-written space of knobs.
+Pipeline tiled_blur(GeneratorContext &ctx) {
+    ImageParam in(Float(32), 2, "in");
+    Func blur_x("blur_x"), blur_y("blur_y");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    blur_x(x, y) = (in(x - 1, y) + in(x, y) + in(x + 1, y)) / 3;
+    blur_y(x, y) = (blur_x(x, y - 1) + blur_x(x, y) + blur_x(x, y + 1)) / 3;
+    int tile = int(ctx.knob("tile", {8, 16, 32}));
+    int vector = int(ctx.knob("vector", {4, 8}));
+    std::string at = ctx.knob_choice("blur_x_at", {"tile", "root", "inline"});
+    ctx.constraint("tile >= 2 * vector", tile >= 2 * vector);
+    blur_y.tile(x, y, xo, yo, xi, yi, tile, tile).vectorize(xi, vector).parallel(yo);
+    if (at == "tile") blur_x.compute_at(blur_y, xo).vectorize(x, vector);
+    if (at == "root") blur_x.compute_root().vectorize(x, vector);
+    return blur_y;
+}
+
+/// A wrong schedule on demand: rows=8 promises (bound) that only 8 rows of the output are
+/// needed, so the rest is never written.
+Pipeline bounded(GeneratorContext &ctx) {
+    ImageParam in(Float(32), 2, "in");
+    Func out("bounded");
+    Var x("x"), y("y");
+    out(x, y) = in(x, y) + 1.0f;
+    int rows = int(ctx.knob("rows", {0, 8}));
+    if (rows) out.bound(y, 0, rows);
+    return out;
+}
+
+/// Integer output: unwritten points are caught by a sentinel, not NaN.
+Pipeline threshold(GeneratorContext &ctx) {
+    ImageParam in(UInt(8), 2, "in");
+    Func out("thresholded");
+    Var x("x"), y("y");
+    out(x, y) = select(in(x, y) > uint8_t(ctx.get_int("level", 128)), uint8_t(255), uint8_t(0));
+    return out;
+}
+
+Pipeline throws(GeneratorContext &) {
+    throw std::runtime_error("no coefficients for this shape");
+}
+
+Pipeline crashes(GeneratorContext &) {
+    std::raise(SIGSEGV);
+    return Func("never");
+}
+
+} // namespace
+
+KILN_REGISTER_GENERATOR(brighten, brighten);
+KILN_REGISTER_GENERATOR(tiled_blur, tiled_blur);
+KILN_REGISTER_GENERATOR(bounded, bounded);
+KILN_REGISTER_GENERATOR(threshold, threshold);
+KILN_REGISTER_GENERATOR(throws, throws);
+KILN_REGISTER_GENERATOR(crashes, crashes);
