@@ -12,15 +12,22 @@
 //       {"status": "compile_error", "error": "..."} ("runtime_error" when that first GPU run
 //       fails for another reason than building the kernel).
 //   {"cmd": "measure", "min_time_ms": 200, "warmup": 1, "max_repeats": 200}
-//       runs the built candidate once (GPU: followed by the interface's synchronize(), as every
-//       timed run), sends {"event": "ran", "first_ms": ...}; compares the output (GPU: copied
-//       back to the host) with the operator's reference (computed once per operator and shape, then
-//       cached) within Operator::tolerance, sends {"event": "checked"}; then runs `warmup` more
-//       times and repeats until min_time_ms of measuring (and at least 3 samples). Replies
-//       {"status": "ok", "times_ms": [...], "median_ms": ..., "spread_ms": max - min} or a failure
-//       status
-//       ("runtime_error", "wrong_answer") with "error". Kernels faster than 1 ms are run in
-//       batches, each sample being the batch time divided by its size.
+//       runs the built candidate once, sends {"event": "ran", "first_ms": ...} (wall clock until
+//       its work is done; GPU: also "first_device_ms", its device time); compares the output
+//       (GPU: copied back to the host) with the operator's reference (computed once per operator
+//       and shape, then cached) within Operator::tolerance, sends {"event": "checked"}; then runs
+//       `warmup` more batches and repeats until min_time_ms of measuring (wall clock, and at
+//       least 3 samples). Replies {"status": "ok", "times_ms": [...], "median_ms": ...,
+//       "spread_ms": max - min, "clock": "host" or "device"} or a failure status
+//       ("runtime_error", "wrong_answer") with "error". Candidates whose first run took under
+//       1 ms are run in batches, each sample being the batch time divided by its size.
+//       What a sample times: for a CPU target ("clock": "host"), the steady clock around the
+//       batch's runs; for a GPU target ("clock": "device"), the device's own clock between two
+//       marks on its queue (the device interface's timer_start / timer_stop: an OpenCL
+//       profiling marker, a CUDA event), placed before the batch's first run and after its last,
+//       the runs launched back to back without synchronizing: the device's time for the batch,
+//       host work between launches included when the device had to wait for it, the host's
+//       final wait and wake-up not.
 //   {"cmd": "quit"}
 // Crashes and hangs are not reported by the worker: the tuner sees the pipe close (and the
 // signal) or the deadline pass.

@@ -766,9 +766,31 @@ int cuda_device_description(char *out, size_t size) {
     return kiln_success;
 }
 
+int cuda_timer_start(void) {
+    return kiln_cuda_timer_start();
+}
+
+int cuda_timer_stop(double *ms) {
+    if (!ms) return kiln_error(kiln_error_internal, "cuda timer_stop: ms is null");
+    float elapsed = 0;
+    int code = kiln_cuda_timer_stop(&elapsed);
+    if (code == kiln_success) *ms = double(elapsed);
+    return code;
+}
+
 const kiln_device_interface_t cuda_interface = {
-    "cuda",   cuda_device_malloc, cuda_device_free, cuda_copy_to_device, cuda_copy_to_host,
-    cuda_run, cuda_synchronize,   cuda_release,     cuda_device_limits,  cuda_device_description,
+    "cuda",
+    cuda_device_malloc,
+    cuda_device_free,
+    cuda_copy_to_device,
+    cuda_copy_to_host,
+    cuda_run,
+    cuda_synchronize,
+    cuda_release,
+    cuda_device_limits,
+    cuda_device_description,
+    cuda_timer_start,
+    cuda_timer_stop,
 };
 
 } // namespace

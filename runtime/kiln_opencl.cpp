@@ -37,6 +37,7 @@ using cl_device_info = cl_uint;
 using cl_program_build_info = cl_uint;
 using cl_kernel_work_group_info = cl_uint;
 using cl_mem_info = cl_uint;
+using cl_profiling_info = cl_uint;
 using cl_context_properties = intptr_t;
 
 using cl_platform_id = struct _cl_platform_id *;
@@ -52,6 +53,8 @@ constexpr cl_int CL_SUCCESS = 0;
 constexpr cl_int CL_PLATFORM_NOT_FOUND_KHR = -1001;
 constexpr cl_bool CL_TRUE = 1;
 constexpr cl_device_type CL_DEVICE_TYPE_GPU = 1 << 2;
+constexpr cl_command_queue_properties CL_QUEUE_PROFILING_ENABLE = 1 << 1;
+constexpr cl_profiling_info CL_PROFILING_COMMAND_END = 0x1283;
 constexpr cl_device_type CL_DEVICE_TYPE_ALL = 0xFFFFFFFF;
 constexpr cl_mem_flags CL_MEM_READ_WRITE = 1 << 0;
 constexpr cl_device_info CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS = 0x1003;
@@ -110,7 +113,12 @@ using BuildCallback = void (*)(cl_program, void *);
     X(clEnqueueNDRangeKernel, cl_int,                                                              \
       (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, const size_t *,       \
        cl_uint, const cl_event *, cl_event *))                                                     \
-    X(clFinish, cl_int, (cl_command_queue))
+    X(clFinish, cl_int, (cl_command_queue))                                                        \
+    X(clEnqueueMarkerWithWaitList, cl_int,                                                         \
+      (cl_command_queue, cl_uint, const cl_event *, cl_event *))                                   \
+    X(clWaitForEvents, cl_int, (cl_uint, const cl_event *))                                        \
+    X(clGetEventProfilingInfo, cl_int, (cl_event, cl_profiling_info, size_t, void *, size_t *))    \
+    X(clReleaseEvent, cl_int, (cl_event))
 
 struct Functions {
 // NOLINTNEXTLINE(bugprone-macro-parentheses): params is a parameter list
@@ -237,6 +245,7 @@ struct State {
     Program programs[max_programs] = {};
     Kernel kernels[max_kernels] = {};
     uint64_t clock = 0;
+    cl_event timer_mark = nullptr; // the marker of timer_start, until timer_stop
 };
 
 // Constant-initialized and never destroyed: buffers may be freed from other static destructors,
@@ -422,7 +431,8 @@ int ensure_initialized(State &s) {
         s.context = nullptr;
         return call_failed(kiln_error_device_run, "clCreateContext", err);
     }
-    s.queue = s.cl.clCreateCommandQueue(s.context, s.device, 0, &err);
+    // Profiling costs a timestamp per command; the timer's markers need it.
+    s.queue = s.cl.clCreateCommandQueue(s.context, s.device, CL_QUEUE_PROFILING_ENABLE, &err);
     if (!s.queue || err != CL_SUCCESS) {
         s.queue = nullptr;
         s.cl.clReleaseContext(s.context);
@@ -855,6 +865,8 @@ int opencl_release(void) {
     for (int i = 0; i < max_programs; i++) {
         if (s.programs[i].program) release_program(s, i);
     }
+    if (s.timer_mark) s.cl.clReleaseEvent(s.timer_mark);
+    s.timer_mark = nullptr;
     if (s.queue) {
         s.cl.clFinish(s.queue);
         s.cl.clReleaseCommandQueue(s.queue);
@@ -897,6 +909,61 @@ int opencl_device_description(char *out, size_t size) {
     return kiln_success;
 }
 
+// The device time of a marker: when the queue reached it (its end; a marker does nothing).
+int marker_time(State &s, cl_event marker, cl_ulong *ns) {
+    cl_int err = s.cl.clGetEventProfilingInfo(marker, CL_PROFILING_COMMAND_END, sizeof(cl_ulong),
+                                              ns, nullptr);
+    if (err != CL_SUCCESS)
+        return call_failed(kiln_error_device_run,
+                           "clGetEventProfilingInfo(CL_PROFILING_COMMAND_END)", err);
+    return kiln_success;
+}
+
+int opencl_timer_start(void) {
+    State &s = state;
+    Lock lock(s.mutex);
+    if (int code = ensure_initialized(s)) return code;
+    if (s.timer_mark) s.cl.clReleaseEvent(s.timer_mark);
+    s.timer_mark = nullptr;
+    cl_int err = s.cl.clEnqueueMarkerWithWaitList(s.queue, 0, nullptr, &s.timer_mark);
+    if (err != CL_SUCCESS) {
+        s.timer_mark = nullptr;
+        return call_failed(kiln_error_device_run, "clEnqueueMarkerWithWaitList", err);
+    }
+    return kiln_success;
+}
+
+int opencl_timer_stop(double *ms) {
+    if (!ms) return kiln_error(kiln_error_internal, "opencl timer_stop: ms is null");
+    State &s = state;
+    cl_event start = nullptr, stop = nullptr;
+    {
+        Lock lock(s.mutex);
+        if (!s.timer_mark)
+            return kiln_error(kiln_error_generic,
+                              "opencl timer_stop: no timer was started (timer_start)");
+        start = s.timer_mark;
+        s.timer_mark = nullptr;
+        cl_int err = s.cl.clEnqueueMarkerWithWaitList(s.queue, 0, nullptr, &stop);
+        if (err != CL_SUCCESS) {
+            s.cl.clReleaseEvent(start);
+            return call_failed(kiln_error_device_run, "clEnqueueMarkerWithWaitList", err);
+        }
+    }
+    // Waiting outside the lock lets other threads queue work meanwhile, as synchronize does.
+    cl_int err = s.cl.clWaitForEvents(1, &stop);
+    cl_ulong begin_ns = 0, end_ns = 0;
+    int code = err == CL_SUCCESS ? kiln_success
+                                 : call_failed(kiln_error_device_run, "clWaitForEvents", err);
+    if (!code) code = marker_time(s, start, &begin_ns);
+    if (!code) code = marker_time(s, stop, &end_ns);
+    s.cl.clReleaseEvent(start);
+    s.cl.clReleaseEvent(stop);
+    if (code) return code;
+    *ms = end_ns > begin_ns ? double(end_ns - begin_ns) * 1e-6 : 0.0;
+    return kiln_success;
+}
+
 const kiln_device_interface_t opencl_interface = {
     "opencl",
     opencl_device_malloc,
@@ -908,6 +975,8 @@ const kiln_device_interface_t opencl_interface = {
     opencl_release,
     opencl_device_limits,
     opencl_device_description,
+    opencl_timer_start,
+    opencl_timer_stop,
 };
 
 } // namespace

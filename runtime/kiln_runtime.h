@@ -247,6 +247,14 @@ typedef struct kiln_device_interface_t {
     /// "pthread-cpu-...; OpenCL 3.0 PoCL ...; driver 3.1"; CUDA: "NVIDIA H200; sm_90; driver
     /// 13000"). Writes at most size bytes, NUL-terminated (truncated if longer).
     int (*device_description)(char *out, size_t size);
+    /// Starts the device timer: marks the queue (stream), so that timer_stop measures the work
+    /// queued after this call on the device's own clock (OpenCL: a marker on a profiling queue;
+    /// CUDA: an event, as kiln_cuda_timer_start). A second start restarts the timer.
+    int (*timer_start)(void);
+    /// Marks the queue again, waits for that mark and writes the device's milliseconds between
+    /// the two marks to *ms: the time the device took for the work queued in between, gaps where
+    /// it waited for the host included. An error (kiln_error_generic) without a started timer.
+    int (*timer_stop)(double *ms);
 } kiln_device_interface_t;
 
 /// The OpenCL interface (name "opencl"). Never NULL and loads nothing: libOpenCL.so.1 (else
@@ -254,7 +262,8 @@ typedef struct kiln_device_interface_t {
 /// first platform that has one, else the first device of any type; KILN_OPENCL_DEVICE=<text>
 /// picks the first device whose name contains text; KILN_OPENCL_LIBRARY=<path> loads another
 /// library. Programs are built without options; on a device with cl_khr_fp64 the extension is
-/// enabled for every program, so kernels may use double without the pragma.
+/// enabled for every program, so kernels may use double without the pragma. The queue has
+/// profiling enabled, for the timer.
 const kiln_device_interface_t *kiln_opencl_device_interface(void);
 
 /// GPU APIs, numbered as kiln::GpuApi (codegen/Target.h).

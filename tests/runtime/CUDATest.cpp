@@ -716,7 +716,15 @@ TEST_F(CUDAFake, TheTimerRecordsEventsOnTheCurrentStream) {
     float ms = 0;
     EXPECT_EQ(kiln_cuda_timer_stop(&ms), kiln_error_generic);
     EXPECT_TRUE(contains(message(), "no timer was started")) << message();
+    // The fake's device clock moves 0.75 ms per launch: two launches between the events.
+    get<FakeCudaSetLaunchMs>("fake_cuda_set_launch_ms")(0.75);
+    TestBuffer b({16});
+    ASSERT_EQ(kiln_buffer_copy_to_device(&b.b, cuda()), kiln_success) << message();
+    std::string source = bundle({{kiln_cuda_image_ptx, 90, fake_ptx(90)}});
+    ASSERT_EQ(launch(source, {&b.b}, 1), kiln_success) << message();
     ASSERT_EQ(kiln_cuda_timer_start(), kiln_success) << message();
+    ASSERT_EQ(launch(source, {&b.b}, 1), kiln_success) << message();
+    ASSERT_EQ(launch(source, {&b.b}, 2), kiln_success) << message();
     ASSERT_EQ(kiln_cuda_timer_stop(&ms), kiln_success) << message();
     EXPECT_EQ(ms, 1.5f);
     EXPECT_EQ(counters().event_records, 2);
@@ -726,6 +734,26 @@ TEST_F(CUDAFake, TheTimerRecordsEventsOnTheCurrentStream) {
               kiln_success);
     EXPECT_EQ(kiln_cuda_timer_stop(&ms), kiln_error_generic);
     EXPECT_TRUE(contains(message(), "started in another CUDA context")) << message();
+}
+
+TEST_F(CUDAFake, TheInterfaceTimerIsTheEventTimer) {
+    double ms = -1;
+    EXPECT_EQ(cuda()->timer_stop(&ms), kiln_error_generic);
+    EXPECT_TRUE(contains(message(), "kiln_cuda_timer_stop: no timer was started")) << message();
+    get<FakeCudaSetLaunchMs>("fake_cuda_set_launch_ms")(0.25);
+    TestBuffer b({16});
+    ASSERT_EQ(kiln_buffer_copy_to_device(&b.b, cuda()), kiln_success) << message();
+    std::string source = bundle({{kiln_cuda_image_ptx, 90, fake_ptx(90)}});
+    ASSERT_EQ(cuda()->timer_start(), kiln_success) << message();
+    for (int i = 0; i < 3; i++)
+        ASSERT_EQ(launch(source, {&b.b}, i), kiln_success) << message();
+    ASSERT_EQ(cuda()->timer_stop(&ms), kiln_success) << message();
+    EXPECT_EQ(ms, 0.75);
+    EXPECT_EQ(counters().event_records, 2);
+    // Nothing launched in between: no device time.
+    ASSERT_EQ(cuda()->timer_start(), kiln_success) << message();
+    ASSERT_EQ(cuda()->timer_stop(&ms), kiln_success) << message();
+    EXPECT_EQ(ms, 0.0);
 }
 
 TEST_F(CUDAFake, SynchronizeWaitsForTheCurrentStream) {

@@ -100,13 +100,24 @@ int fake_limits(int64_t *threads, int64_t *shared) {
     return kiln_success;
 }
 
+int fake_timer_start() {
+    return kiln_success;
+}
+
+int fake_timer_stop(double *ms) {
+    *ms = 0;
+    return kiln_success;
+}
+
 const kiln_device_interface_t fake_table = {
-    "fake",   fake_malloc,      fake_free,    fake_copy_to_device, fake_copy_to_host,
-    fake_run, fake_synchronize, fake_release, fake_limits,         fake_description,
+    "fake",           fake_malloc,      fake_free,    fake_copy_to_device, fake_copy_to_host,
+    fake_run,         fake_synchronize, fake_release, fake_limits,         fake_description,
+    fake_timer_start, fake_timer_stop,
 };
 const kiln_device_interface_t other_table = {
-    "other",  other_malloc,     fake_free,    fake_copy_to_device, fake_copy_to_host,
-    fake_run, fake_synchronize, fake_release, fake_limits,         fake_description,
+    "other",           other_malloc,     fake_free,        fake_copy_to_device,
+    fake_copy_to_host, fake_run,         fake_synchronize, fake_release,
+    fake_limits,       fake_description, fake_timer_start, fake_timer_stop,
 };
 
 const kiln_device_interface_t *fake_interface() {

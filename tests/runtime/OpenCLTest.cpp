@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -212,6 +213,47 @@ TEST_F(OpenCL, AnAddKernelRunsWithBlocksAndThreads) {
     kiln_buffer_set_device_dirty(&a.b, 1);
     ASSERT_EQ(kiln_buffer_copy_to_host(&a.b), kiln_success);
     EXPECT_EQ(a.data[10], 3.f * (10.f + 1000.f + 20.f));
+}
+
+TEST_F(OpenCL, TheTimerMeasuresQueuedKernelsOnTheDevicesClock) {
+    double ms = -1;
+    EXPECT_EQ(cl()->timer_stop(&ms), kiln_error_generic);
+    EXPECT_STREQ(kiln_last_error_message(),
+                 "opencl timer_stop: no timer was started (timer_start)");
+    const int n = 1 << 18;
+    FloatBuffer a(n, 0, 1), b(n, 1000, 2);
+    ASSERT_EQ(kiln_buffer_copy_to_device(&a.b, cl()), kiln_success) << kiln_last_error_message();
+    ASSERT_EQ(kiln_buffer_copy_to_device(&b.b, cl()), kiln_success) << kiln_last_error_message();
+    Args args;
+    args.buffer(&a.b).buffer(&b.b).int32(n);
+    // Built before timing.
+    ASSERT_EQ(launch(add_source, "add", {n / 64, 1, 1}, {64, 1, 1}, args), kiln_success)
+        << kiln_last_error_message();
+    ASSERT_EQ(cl()->synchronize(), kiln_success);
+    auto wall_start = std::chrono::steady_clock::now();
+    ASSERT_EQ(cl()->timer_start(), kiln_success) << kiln_last_error_message();
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(launch(add_source, "add", {n / 64, 1, 1}, {64, 1, 1}, args), kiln_success)
+            << kiln_last_error_message();
+    ASSERT_EQ(cl()->timer_stop(&ms), kiln_success) << kiln_last_error_message();
+    double wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start)
+            .count();
+    // The device's clock, between the two markers: inside the host's interval, not zero.
+    EXPECT_GT(ms, 0.0);
+    EXPECT_LE(ms, wall_ms);
+    // The markers waited for the kernels: the result is there without a synchronize.
+    kiln_buffer_set_device_dirty(&a.b, 1);
+    ASSERT_EQ(kiln_buffer_copy_to_host(&a.b), kiln_success) << kiln_last_error_message();
+    EXPECT_EQ(a.data[7], 7.f + 5.f * (1000.f + 14.f));
+    // A stopped timer is not running any more.
+    EXPECT_EQ(cl()->timer_stop(&ms), kiln_error_generic);
+    // release() forgets a started timer.
+    ASSERT_EQ(cl()->timer_start(), kiln_success) << kiln_last_error_message();
+    ASSERT_EQ(kiln_buffer_device_free(&a.b), kiln_success);
+    ASSERT_EQ(kiln_buffer_device_free(&b.b), kiln_success);
+    ASSERT_EQ(cl()->release(), kiln_success);
+    EXPECT_EQ(cl()->timer_stop(&ms), kiln_error_generic);
 }
 
 TEST_F(OpenCL, ATwoDimensionalLaunchIndexesLikeTheHost) {

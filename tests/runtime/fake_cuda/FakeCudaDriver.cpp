@@ -1,7 +1,10 @@
 // A fake CUDA driver (libcuda's API subset that runtime/kiln_cuda.cpp uses) on host memory: device
 // pointers are malloc'd blocks, copies are memcpy, modules remember the image they were given and
 // launches record what they were asked to run without running anything. Failure injection and
-// inspection go through the fake_cuda_* functions (FakeCudaDriver.h).
+// inspection go through the fake_cuda_* functions (FakeCudaDriver.h). The device has a clock that
+// only launches advance, each by the launch duration (fake_cuda_set_launch_ms, initially
+// $KILN_FAKE_CUDA_LAUNCH_MS or 0, so a worker process can be given one); an event records the
+// clock, and cuEventElapsedTime is the difference.
 #include "FakeCudaDriver.h"
 
 #include <cstdlib>
@@ -41,6 +44,7 @@ struct Function {
 };
 struct Event {
     Stream *stream;
+    double time_ms; // the device clock when it was recorded
 };
 struct Allocation {
     CUdeviceptr pointer;
@@ -65,6 +69,7 @@ struct Fake {
     bool launched = false;
     std::string last_image;
     void *last_copy_stream = nullptr;
+    double clock_ms = 0, launch_ms = 0;
 
     void clear() {
         for (Context *c : contexts)
@@ -96,7 +101,11 @@ struct Fake {
         launched = false;
         last_image.clear();
         last_copy_stream = nullptr;
+        clock_ms = 0;
+        const char *launch = std::getenv("KILN_FAKE_CUDA_LAUNCH_MS");
+        launch_ms = launch ? std::atof(launch) : 0;
     }
+    Fake() { clear(); }
     ~Fake() { clear(); }
 };
 
@@ -178,6 +187,12 @@ void fake_cuda_set_module_load_result(int result) {
 
 void fake_cuda_set_launch_result(int result) {
     fake().launch_result = result;
+}
+
+void fake_cuda_set_launch_ms(double ms) {
+    Fake &f = fake();
+    std::lock_guard<std::mutex> lock(f.mutex);
+    f.launch_ms = ms;
 }
 
 void fake_cuda_set_arg_sizes(const size_t *sizes, int count) {
@@ -479,6 +494,7 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
     }
     f.launched = true;
     f.counters.launches++;
+    f.clock_ms += f.launch_ms;
     return CUDA_SUCCESS;
 }
 
@@ -486,7 +502,7 @@ CUresult cuEventCreate(void **event, unsigned) {
     Fake &f = fake();
     if (!current_context()) return CUDA_ERROR_INVALID_CONTEXT;
     std::lock_guard<std::mutex> lock(f.mutex);
-    f.events.push_back(new Event{nullptr});
+    f.events.push_back(new Event{nullptr, 0});
     *event = f.events.back();
     return CUDA_SUCCESS;
 }
@@ -505,8 +521,11 @@ CUresult cuEventDestroy_v2(void *event) {
 }
 
 CUresult cuEventRecord(void *event, void *stream) {
+    Fake &f = fake();
+    std::lock_guard<std::mutex> lock(f.mutex);
     static_cast<Event *>(event)->stream = static_cast<Stream *>(stream);
-    fake().counters.event_records++;
+    static_cast<Event *>(event)->time_ms = f.clock_ms;
+    f.counters.event_records++;
     return CUDA_SUCCESS;
 }
 
@@ -514,8 +533,10 @@ CUresult cuEventSynchronize(void *) {
     return CUDA_SUCCESS;
 }
 
-CUresult cuEventElapsedTime(float *ms, void *, void *) {
-    *ms = 1.5f;
+CUresult cuEventElapsedTime(float *ms, void *start, void *stop) {
+    Fake &f = fake();
+    std::lock_guard<std::mutex> lock(f.mutex);
+    *ms = float(static_cast<Event *>(stop)->time_ms - static_cast<Event *>(start)->time_ms);
     return CUDA_SUCCESS;
 }
 

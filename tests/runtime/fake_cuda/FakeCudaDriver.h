@@ -38,6 +38,9 @@ using FakeCudaSetDevices = void (*)(int count, int major, int minor);
 /// Results the calls of cuInit and cuLaunchKernel return from now on, and the next call of
 /// cuModuleLoadData (0: success).
 using FakeCudaSetResult = void (*)(int result);
+/// How far each launch advances the device clock that events record (initially
+/// $KILN_FAKE_CUDA_LAUNCH_MS, else 0).
+using FakeCudaSetLaunchMs = void (*)(double ms);
 /// The byte sizes of the kernel arguments cuLaunchKernel copies from kernelParams.
 using FakeCudaSetArgSizes = void (*)(const size_t *sizes, int count);
 using FakeCudaCountersFn = const FakeCudaCounters *(*)();
