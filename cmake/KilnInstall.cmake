@@ -6,7 +6,8 @@
 # Included at the end of the top-level CMakeLists.txt, once every target exists.
 #
 # What is installed is found from the targets, not listed by hand: every library target of this
-# project that kiln, kiln_generator and kiln_apps link (transitively), each exported as
+# project that kiln, kiln_generator, kiln_apps, the tuner (kiln_autotune) and the database
+# (kiln_tuning_db, kiln_tuning_db_apply) link (transitively), each exported as
 # kiln::<name without the kiln_ prefix>, with the headers of its source folder under
 # include/kiln/<folder>. The imported targets they link (OpenMP, ...) become find_dependency()
 # calls in kilnConfig.cmake; LLVM's shared library is imported from LLVM's own target file.
@@ -58,7 +59,7 @@ function(_kiln_install_closure out_targets out_imported)
 endfunction()
 
 set(_kiln_roots kiln kiln_generator)
-foreach(t kiln_apps kiln_operator_gen)
+foreach(t kiln_apps kiln_operator_gen kiln_autotune kiln_tuning_db kiln_tuning_db_apply)
     if(TARGET ${t})
         list(APPEND _kiln_roots ${t})
     endif()
@@ -92,10 +93,14 @@ install(TARGETS ${_kiln_targets} EXPORT kilnTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT kilnTargets NAMESPACE kiln:: DESTINATION ${KILN_INSTALL_CMAKEDIR})
-# The command line and the measuring worker it starts (found next to `kiln` in bin/).
+# The command line and the measuring worker it starts (found next to `kiln` in bin/), exported
+# as kiln::cli and kiln::worker (kiln::kiln is the library).
 foreach(t kiln-cli kiln-worker)
     if(TARGET ${t})
-        install(TARGETS ${t} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT kiln)
+        string(REGEX REPLACE "^kiln-" "" export_name ${t})
+        set_target_properties(${t} PROPERTIES EXPORT_NAME ${export_name})
+        install(TARGETS ${t} EXPORT kilnTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+                COMPONENT kiln)
     endif()
 endforeach()
 
