@@ -768,7 +768,8 @@ TuneResult Tuner::run() {
     }
     if (result.interrupted) {
         out << "stopped; every finished measurement is saved in " << opt.db_path
-            << ". Resume with the same command (kiln tune " << op.name << " --shape "
+            << ". Resume with the same command (kiln tune "
+            << (opt.command_operand.empty() ? op.name : opt.command_operand) << " --shape "
             << apps::shape_to_string(shape) << " --strategy " << opt.strategy
             << (target.has_gpu() ? " --target " + opt.target : std::string()) << " --db "
             << opt.db_path << " ...); --no-resume starts over\n";

@@ -86,6 +86,9 @@ struct TuneOptions {
     std::string worker_path; ///< empty: default_worker_path()
     /// The worker's arguments: {"--kiln-worker"} when the worker is a generator executable.
     std::vector<std::string> worker_args;
+    /// What follows `kiln tune` in the resume hint printed when stopped; empty: the operator's
+    /// name ("--generator ./gens brighten --param gain=2" for a generator).
+    std::string command_operand;
     bool progress = true; ///< the live progress line on `err`
     /// Set from a signal handler to stop cleanly (committed work is kept; resume continues).
     const std::atomic<bool> *stop = nullptr;

@@ -119,7 +119,8 @@ int run_generator_tune(const std::string &exe, const GeneratorTuneRequest &r) {
               {"options", options_to_json(r.options)},
               {"shape", r.shape},
               {"simulate", r.simulate},
-              {"strategy_given", r.strategy_given}};
+              {"strategy_given", r.strategy_given},
+              {"exe", exe}};
     std::string text = j.dump();
     std::fflush(stdout);
     std::fflush(stderr);
@@ -178,6 +179,10 @@ int generator_tune_main(const char *program, const std::string &request_json) {
             return 0;
         }
         autotune::resolve_generator_operators();
+        o.command_operand =
+            "--generator " + j.value("exe", std::string(program)) + " " + spec.generator;
+        for (const auto &[k, v] : spec.params)
+            o.command_operand += " --param " + k + "=" + v;
         o.worker_path = self_path();
         o.worker_args = {"--kiln-worker"};
         o.stop = &stop_requested;

@@ -6,11 +6,17 @@
 
 #include "tests/autotune/TempDir.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "autotune/Checker.h"
 #include "autotune/GeneratorOperator.h"
@@ -20,6 +26,8 @@
 #include "runtime/kiln_runtime.h"
 #include "schedule/ScheduleTrace.h"
 #include "tuning_db/TuningDB.h"
+
+extern char **environ;
 
 using namespace kiln;
 using namespace kiln::autotune;
@@ -321,6 +329,55 @@ TEST(GeneratorTune, TunesRecordsOkMeasurementsAndResumes) {
     EXPECT_NE(sim.output.find("random"), std::string::npos) << sim.output;
     Ran list = kiln_cli("db list --db " + db);
     EXPECT_NE(list.output.find("brighten[gain=2]"), std::string::npos) << list.output;
+}
+
+TEST(GeneratorTune, StoppedBySigtermTheRunResumes) {
+    TempDir dir;
+    std::string db = dir / "k.db", log = dir / "log";
+    std::string args = tune_generator("brighten", db, "--shape 256x64 --trials 1000");
+    std::vector<std::string> words{KILN_CLI_PATH};
+    std::istringstream split(args);
+    for (std::string w; split >> w;)
+        words.push_back(w);
+    std::vector<char *> argv;
+    for (std::string &w : words)
+        argv.push_back(w.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid = -1;
+    ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    // Wait (at most 120 s: a deadline, not a timing gate) for a few measurements.
+    int64_t rows = 0;
+    int status = 0;
+    for (int i = 0; i < 2400 && rows < 4 && waitpid(pid, &status, WNOHANG) == 0; i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        try {
+            rows = statuses(db, "brighten")["ok"];
+        } catch (const std::exception &) {
+        }
+    }
+    if (rows < 4) kill(pid, SIGKILL);
+    ASSERT_GE(rows, 4) << [&] {
+        std::ifstream f(log);
+        return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    }();
+    kill(pid, SIGTERM); // kiln passes it on to the generator executable, which stops cleanly
+    waitpid(pid, &status, 0);
+    std::ifstream f(log);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    ASSERT_TRUE(WIFEXITED(status)) << text;
+    EXPECT_EQ(WEXITSTATUS(status), 130) << text;
+    EXPECT_NE(text.find(std::string("Resume with the same command (kiln tune --generator ") +
+                        KILN_TEST_GENERATORS + " brighten --shape 256x64"),
+              std::string::npos)
+        << text;
+    Ran again = kiln_cli(tune_generator("brighten", db, "--shape 256x64 --trials 2"));
+    ASSERT_EQ(again.status, 0) << again.output;
+    EXPECT_NE(again.output.find("resuming run 1"), std::string::npos) << again.output;
 }
 
 TEST(GeneratorTune, KnobSpaceTunes) {
