@@ -221,6 +221,16 @@ TEST(GeneratorContext, ShapesAndKnobDeclarationsAreChecked) {
     EXPECT_EQ(error_of([&] { ctx.knob("u", {}); }), "knob 'u' has no values; list at least one");
     EXPECT_EQ(error_of([&] { ctx.constraint("t > 4", false); }),
               "generator constraint 't > 4' does not hold for t=4");
+    EXPECT_EQ(ctx.knob_range("r", 1, 7, 3), 1);
+    EXPECT_EQ(ctx.knobs().back().integers, (std::vector<int64_t>{1, 4, 7}));
+    EXPECT_EQ(error_of([&] { ctx.knob_range("s", 5, 1); }),
+              "knob 's': range 5..1 step 1 must have lo <= hi, a positive step and at most 100000 "
+              "values");
+    EXPECT_EQ(ctx.knob_choice("c", {"a", "b"}), "a");
+    ctx.set_knob_values({{"v", "8"}});
+    EXPECT_EQ(ctx.knob("v", {4, 8}), 8);
+    EXPECT_EQ(error_of([&] { ctx.set_tolerance(-1); }),
+              "set_tolerance: -1 must be a finite number >= 0");
 }
 
 // --- the checker --------------------------------------------------------------------------------
@@ -297,6 +307,7 @@ TEST(Checker, PassesACorrectCandidateAndCatchesWrongUnwrittenAndRacyOnes) {
 
 TEST(Checker, IntegerOutputsAreFilledWithASentinel) {
     const apps::Operator &op = generator_operator({"threshold", {}});
+    EXPECT_EQ(op.tolerance, 0); // ctx.set_tolerance(0)
     ReferenceChecker checker(op.make({33, 7}), op.tolerance);
     apps::OperatorInstance cand = op.make({33, 7});
     CompiledPipeline compiled = cand.pipeline().compile_jit();
@@ -329,6 +340,10 @@ TEST(GeneratorTune, TunesRecordsOkMeasurementsAndResumes) {
     EXPECT_NE(sim.output.find("random"), std::string::npos) << sim.output;
     Ran list = kiln_cli("db list --db " + db);
     EXPECT_NE(list.output.find("brighten[gain=2]"), std::string::npos) << list.output;
+    Ran best = kiln_cli("db best 'brighten[gain=2]' --shape 64x48 --db " + db);
+    EXPECT_EQ(best.status, 0) << best.output;
+    Ran report = kiln_cli("db report -o " + dir.path + "/r.html --db " + db);
+    EXPECT_EQ(report.status, 0) << report.output;
 }
 
 TEST(GeneratorTune, StoppedBySigtermTheRunResumes) {

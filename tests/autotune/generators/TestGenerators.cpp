@@ -57,6 +57,7 @@ Pipeline threshold(GeneratorContext &ctx) {
     Func out("thresholded");
     Var x("x"), y("y");
     out(x, y) = select(in(x, y) > uint8_t(ctx.get_int("level", 128)), uint8_t(255), uint8_t(0));
+    ctx.set_tolerance(0);
     return out;
 }
 
