@@ -419,6 +419,11 @@ private:
             return;
         }
         if (exprs.native_vector(op->value.type())) return store_vector(op, m);
+        if (std::optional<std::string> s = exprs.cuda_vector_store(op, m)) {
+            flush();
+            line(*s);
+            return;
+        }
         // A vector store reads every lane before writing any: when its parts read the stored
         // memory, they are computed into arrays first.
         bool reads_self = reads_memory(op->value, op->name) || reads_memory(op->index, op->name) ||

@@ -518,6 +518,7 @@ const Memory &ExprPrinter::find_memory(const std::string &ir_name) const {
 }
 
 Code ExprPrinter::load(const Load *op, int lane) {
+    if (std::optional<Code> c = cuda_vector_load(op, lane)) return *c;
     const Memory &m = find_memory(op->name);
     Code index = expr(op->index, lane);
     Code c{m.c_name + "[" + index.text + "]", Primary};
@@ -571,6 +572,7 @@ std::string ExprPrinter::declaration(const std::string &c_name, const Expr &e) {
         return "const " + vector_type_name(t, v.mask_bits) + " " + c_name + " = " + v.text + ";";
     }
     std::string lanes = lanes_list(e);
+    if (is_dense(e)) dense_vars.insert(c_name); // a ramp's lanes: a dense index
     return "const " + type_name(t) + " " + c_name + "[" + std::to_string(t.lanes) + "] = " + lanes +
            ";";
 }

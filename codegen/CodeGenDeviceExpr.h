@@ -133,7 +133,17 @@ public:
     std::vector<std::string> pending;
     /// Forgets the Lets declared while printing the previous statement (a Let printed for
     /// several lanes of one statement is declared once).
-    void begin_statement() { declared_lets.clear(); }
+    void begin_statement() {
+        declared_lets.clear();
+        declared_loads.clear();
+    }
+
+    /// CUDA: the vector type (float4, int2, ...) whole-vector accesses of t use, if t has one:
+    /// 2 or 4 lanes of 32-bit elements.
+    std::optional<std::string> cuda_vector_name(Type t);
+    /// CUDA: the statement storing a dense, unpredicated vector with one helper call (a vector
+    /// store where the address is aligned), if the store is one.
+    std::optional<std::string> cuda_vector_store(const Store *op, const Memory &m);
 
 private:
     GpuApi api;
@@ -141,6 +151,8 @@ private:
     NameTable &names;
     std::map<std::string, std::vector<Memory>> &memory;
     std::map<const Let *, std::string> declared_lets;
+    /// CUDA: dense vector loads declared for the current statement (a float4 each).
+    std::map<const Load *, std::string> declared_loads;
     /// Variables declared as OpenCL vectors: their mask bits (0 unless bool).
     std::map<std::string, int> vector_vars;
     /// Vector variables that hold dense ramps (base, base + 1, ...).
@@ -162,6 +174,11 @@ private:
     Code cast(const Cast *op, int lane);
     Code float_to_int(const Code &v, Type from, Type to);
     Code load(const Load *op, int lane);
+    /// CUDA: lane `lane` of a dense vector load read whole (declared once per statement), if
+    /// the load is one.
+    std::optional<Code> cuda_vector_load(const Load *op, int lane);
+    /// CUDA: the helper loading (or storing) a vector of type t whole, registered in the preamble.
+    std::string cuda_vector_helper(Type t, bool store);
     Code ramp_lane(const Ramp *op, int lane);
     Code let(const Let *op, int lane);
     /// Declares a Let's value (once per statement) and prints its body with the name bound.

@@ -332,7 +332,7 @@ std::optional<Code> ExprPrinter::dense_base(const Expr &index) {
     if (const auto *r = index.as<Ramp>(); r && is_const_one(r->stride)) return expr(r->base, 0);
     if (const auto *v = index.as<Variable>()) {
         const std::string *name = names.find(v->name);
-        if (name && dense_vars.count(*name)) return Code{*name + ".s0"};
+        if (name && dense_vars.count(*name)) return Code{*name + (cuda() ? "[0]" : ".s0")};
     }
     return std::nullopt;
 }
@@ -386,6 +386,83 @@ Code ExprPrinter::call_vector(const Call *op) {
         args.push_back(vexpr(a));
     std::string name = op->name == "abs" && arg.is_float() ? "fabs" : op->name;
     return {helper_call(name, args), Primary};
+}
+
+// CUDA has vector types (float4, ...) but no vector arithmetic: vectors are printed lane by lane,
+// except that dense, unpredicated loads and stores of 2 or 4 lanes of 32-bit elements move whole
+// vectors. A 16-byte access (8 for 2 lanes) needs an address aligned to its size, which the
+// printer cannot prove (a buffer's origin is the element at its mins; a wrapped device pointer may
+// have any alignment), so the helpers test the address: a vector access where it is aligned,
+// element accesses where it is not. In a tile whose rows start at multiples of 4 elements of an
+// aligned allocation every access takes the first path.
+
+std::optional<std::string> ExprPrinter::cuda_vector_name(Type t) {
+    if (!cuda() || (t.lanes != 2 && t.lanes != 4) || t.bits != 32 || t.is_bool()) return {};
+    const char *element = t.is_float() ? "float" : t.is_int() ? "int" : "uint";
+    return std::string(element) + std::to_string(t.lanes);
+}
+
+std::string ExprPrinter::cuda_vector_helper(Type t, bool store) {
+    std::string vector = *cuda_vector_name(t), element = type_name(t.element_of());
+    std::string name = std::string(store ? "kiln_store_" : "kiln_load_") +
+                       type_suffix(t.element_of()) + "x" + std::to_string(t.lanes);
+    std::string bytes = std::to_string(t.lanes * 4 - 1);
+    static const char *fields[] = {"x", "y", "z", "w"};
+    std::string s;
+    if (store) {
+        s = "__device__ __forceinline__ void " + name + "(" + element + " *p";
+        for (int i = 0; i < t.lanes; i++)
+            s += ", " + element + " v" + std::to_string(i);
+        s += ") {\n    if (((unsigned long long)p & " + bytes + ") == 0) {\n        " + vector +
+             " v;\n";
+        for (int i = 0; i < t.lanes; i++)
+            s += std::string("        v.") + fields[i] + " = v" + std::to_string(i) + ";\n";
+        s += "        *(" + vector + " *)p = v;\n        return;\n    }\n";
+        for (int i = 0; i < t.lanes; i++)
+            s += "    p[" + std::to_string(i) + "] = v" + std::to_string(i) + ";\n";
+        s += "}\n";
+    } else {
+        s = "__device__ __forceinline__ " + vector + " " + name + "(const " + element +
+            " *p) {\n    if (((unsigned long long)p & " + bytes + ") == 0) return *(const " +
+            vector + " *)p;\n    " + vector + " v;\n";
+        for (int i = 0; i < t.lanes; i++)
+            s += std::string("    v.") + fields[i] + " = p[" + std::to_string(i) + "];\n";
+        s += "    return v;\n}\n";
+    }
+    return preamble.use(name, s);
+}
+
+std::optional<Code> ExprPrinter::cuda_vector_load(const Load *op, int lane) {
+    std::optional<std::string> vector = cuda_vector_name(op->type);
+    if (!vector || op->predicate.defined()) return {};
+    const Memory &m = find_memory(op->name);
+    if (m.type != op->type.element_of()) return {};
+    static const char *fields[] = {"x", "y", "z", "w"};
+    auto it = declared_loads.find(op);
+    if (it == declared_loads.end()) {
+        std::optional<Code> base = dense_base(op->index);
+        if (!base) return {};
+        std::string c_name = names.fresh(op->name + ".vec");
+        std::string helper = cuda_vector_helper(op->type, false);
+        pending.push_back("const " + *vector + " " + c_name + " = " + helper + "(" + m.c_name +
+                          " + " + wrap(*base, Multiplicative) + ");");
+        it = declared_loads.emplace(op, c_name).first;
+    }
+    return Code{it->second + "." + fields[lane], Primary};
+}
+
+std::optional<std::string> ExprPrinter::cuda_vector_store(const Store *op, const Memory &m) {
+    Type t = op->value.type();
+    if (!cuda_vector_name(t) || op->predicate.defined() || m.type != t.element_of()) return {};
+    std::optional<Code> base = dense_base(op->index);
+    if (!base) return {};
+    std::string s =
+        cuda_vector_helper(t, true) + "(" + m.c_name + " + " + wrap(*base, Multiplicative);
+    // The helper's arguments are all evaluated before it writes: lanes that read the stored
+    // memory see it unchanged, as a vector store requires.
+    for (int i = 0; i < t.lanes; i++)
+        s += ", " + print(op->value, i);
+    return s + ");";
 }
 
 // A function called lane by lane on vector arguments declared first (variables are used as

@@ -343,12 +343,44 @@ TEST(CodeGenDevice, VectorsInBothDialects) {
                     "    const float4 v = vload4(0, in + x) * (float4)(2.0f);\n"
                     "    if (x < 10) out[(int)((uint)x * 4u)] = v.s0;\n"
                     "    if ((int)((uint)x + 1u) < 10) out[(int)((uint)x * 4u + 2u)] = v.s1;\n");
-    // CUDA: lane by lane, vector lets as arrays.
+    // CUDA: lane by lane, vector lets as arrays; the dense load is one float4 (through the
+    // helper that checks the alignment), the strided, predicated store one store per lane.
     std::string cu = print(k, GpuApi::CUDA);
-    EXPECT_CONTAINS(cu, "    const float v[4] = {in[x] * 2.0f, in[(int)((uint32_t)x + 1u)] * 2.0f, "
-                        "in[(int)((uint32_t)x + 2u)] * 2.0f, in[(int)((uint32_t)x + 3u)] * "
-                        "2.0f};\n");
+    EXPECT_CONTAINS(cu,
+                    "    const float4 in_vec = kiln_load_f32x4(in + x);\n"
+                    "    const float v[4] = {in_vec.x * 2.0f, in_vec.y * 2.0f, in_vec.z * 2.0f, "
+                    "in_vec.w * 2.0f};\n");
+    EXPECT_CONTAINS(cu, "if (((unsigned long long)p & 15) == 0) return *(const float4 *)p;");
     EXPECT_CONTAINS(cu, "    if (x < 10) out[(int)((uint32_t)x * 4u)] = v[0];\n");
+}
+
+void expect_cuda_compiles(const std::string &source); // below, with the NVRTC tests
+
+TEST(CodeGenDevice, DenseCUDAStoresAndLoadsMoveWholeVectors) {
+    DeviceKernel k;
+    k.name = "copy";
+    k.args = {buffer_argument("a", Int(32), false), buffer_argument("b", Int(32), true),
+              buffer_argument("c", Float(32), true), scalar_argument("x", Int(32))};
+    Expr x = var("x");
+    Expr ramp = Ramp::make(x * 2, 1, 2);
+    Expr loaded = Load::make(Int(32, 2), "a", ramp);
+    k.body = Block::make(
+        Store::make("b", loaded + Broadcast::make(x, 2), ramp),
+        // A vector let holding a dense ramp is a dense index; 8 lanes have no CUDA vector type.
+        Block::make(
+            LetStmt::make("i", Ramp::make(x, 1, 4),
+                          Store::make("c", Broadcast::make(Expr(1.0f), 4), var("i", Int(32, 4)))),
+            Store::make("c", Broadcast::make(Expr(2.0f), 8), Ramp::make(x, 1, 8))));
+    std::string cu = print(k, GpuApi::CUDA);
+    EXPECT_CONTAINS(cu, "    const int2 a_vec = kiln_load_i32x2(a + (int)((uint32_t)x * 2u));\n"
+                        "    kiln_store_i32x2(b + (int)((uint32_t)x * 2u), "
+                        "(int)((uint32_t)a_vec.x + (uint32_t)x), "
+                        "(int)((uint32_t)a_vec.y + (uint32_t)x));\n");
+    EXPECT_CONTAINS(cu, "if (((unsigned long long)p & 7) == 0) {");
+    EXPECT_CONTAINS(cu, "    kiln_store_f32x4(c + i[0], 1.0f, 1.0f, 1.0f, 1.0f);\n");
+    EXPECT_CONTAINS(cu, "    c[x] = 2.0f;\n");
+    EXPECT_CONTAINS(cu, "    c[(int)((uint32_t)x + 7u)] = 2.0f;\n");
+    expect_cuda_compiles(cu);
 }
 
 TEST(CodeGenDevice, DenseVectorStoreIsVstoreInOpenCL) {

@@ -145,6 +145,47 @@ TEST_P(GPUPipeline, MatmulWithSharedTilesAndSeveralOutputsPerThread) {
     expect_valid_cuda(p);
 }
 
+// Four outputs per thread along x, vectorized: whole-vector loads and stores of global and
+// shared memory (OpenCL vload4/vstore4; CUDA float4 through helpers that check the alignment),
+// with a width that is not a multiple of 4 (shifted tiles) and inputs offset by one element
+// (loads that are not 16-byte aligned).
+TEST_P(GPUPipeline, VectorizedThreadLoopsLoadAndStoreWholeVectors) {
+    const int W = 42, H = 13, K = 9;
+    Buffer<float> A = pattern<float>({K, H}, "gpu_vec_A", 3);
+    Buffer<float> B = pattern<float>({W + 1, K}, "gpu_vec_B", 5);
+    Var x("x"), y("y"), kv("kv"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xt("xt"), xr("xr");
+    RDom k(0, K, "k");
+    Func Bs("gpu_vec_Bs"), prod("gpu_vec_prod"), C("gpu_vec_C");
+    Bs(x, kv) = B(x + 1, kv);
+    prod(x, y) = 0.f;
+    prod(x, y) += A(k, y) * Bs(x, k);
+    C(x, y) = prod(x, y) * 2.f;
+    Buffer<float> want = reference_realize(C, {W, H});
+
+    C.gpu_tile(x, y, xo, yo, xi, yi, 16, 4)
+        .split(xi, xt, xr, 4)
+        .reorder(xr, xt, yi, xo, yo)
+        .gpu_threads(xt, yi)
+        .vectorize(xr);
+    prod.compute_at(C, xo).store_in(MemoryType::GPUShared);
+    prod.split(x, xt, xr, 4).reorder(xr, xt, y).gpu_threads(xt, y).vectorize(xr);
+    prod.update(0).split(x, xt, xr, 4).reorder(xr, xt, y, k).gpu_threads(xt, y).vectorize(xr);
+    Bs.compute_at(prod, k).store_in(MemoryType::GPUShared);
+    Bs.split(x, xt, xr, 4).reorder(xr, xt, kv).gpu_threads(xt, kv).vectorize(xr);
+    Pipeline p(C);
+    Buffer<float> got = p.realize({W, H}, target());
+    expect_near_buffer(want, got, 1e-5);
+    CompiledPipeline c = p.compile_jit(target());
+    std::string opencl = print_device_source(c.lowered().kernels, GpuApi::OpenCL);
+    std::string cuda = print_device_source(c.lowered().kernels, GpuApi::CUDA);
+    EXPECT_THAT(opencl, HasSubstr("vload4(0, "));
+    EXPECT_THAT(opencl, HasSubstr("vstore4("));
+    EXPECT_THAT(cuda, HasSubstr("float4"));
+    EXPECT_THAT(cuda, HasSubstr("kiln_load_f32x4("));
+    EXPECT_THAT(cuda, HasSubstr("kiln_store_f32x4("));
+    expect_valid_cuda(p);
+}
+
 // An update split inside a block (several outputs per thread) that reads its inputs directly:
 // the inputs are needed over the block's tile only. (Bounds of the split's loops were bounded
 // term by term, as if the tile's two ends moved independently with the block, and the buffer
