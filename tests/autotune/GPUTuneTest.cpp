@@ -18,6 +18,8 @@
 #include "autotune/Emit.h"
 #include "autotune/Templates.h"
 #include "autotune/Tuner.h"
+#include "codegen/CodeGenDevice.h"
+#include "codegen/NVRTC.h"
 #include "driver/Pipeline.h"
 #include "lang/Error.h"
 #include "runtime/kiln_runtime.h"
@@ -286,7 +288,8 @@ TEST(GPUTune, GPUTemplatePointsLowerToKernels) {
           {"out_j", 4},
           {"out_i", 4},
           {"k_step", 16},
-          {"b_shared", true}}},
+          {"b_shared", true},
+          {"vec", 1}}},
         {"conv2d",
          {4, 16, 8, 16},
          {{"tile_x", 16}, {"tile_y", 8}, {"tile_co", 8}, {"unroll_co", false}}},
@@ -334,6 +337,78 @@ TEST(GPUTune, GPUTemplatePointsLowerToKernels) {
         }
         EXPECT_EQ(lowered, 12) << c.op;
     }
+}
+
+// The matmul template's vec = 4: whole-vector accesses in both dialects. The OpenCL kernel runs
+// (PoCL) and matches the reference; the CUDA source compiles with NVRTC for sm_90 and its PTX
+// assembles with ptxas (each skipped, saying why, where this machine lacks it).
+TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
+    const apps::Operator &op = apps::find_operator("matmul");
+    std::vector<int64_t> shape = {40, 72, 24}; // N = 72: tiles shift inwards, rows unaligned
+    GpuLimits limits;
+    limits.max_threads_per_block = 512;
+    SearchSpace space = *gpu_template_space(op, shape, limits);
+    Config config = space.from_json({{"tile_j", 32},
+                                     {"tile_i", 16},
+                                     {"out_j", 8},
+                                     {"out_i", 2},
+                                     {"k_step", 8},
+                                     {"b_shared", true},
+                                     {"vec", 4}});
+    ASSERT_TRUE(space.valid(config));
+    try {
+        space.from_json({{"tile_j", 32},
+                         {"tile_i", 16},
+                         {"out_j", 2},
+                         {"out_i", 2},
+                         {"k_step", 8},
+                         {"b_shared", true},
+                         {"vec", 4}});
+        ADD_FAILURE() << "no error for out_j = 2 with vec = 4";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("breaks the constraint 'out_j % vec == 0'"),
+                  std::string::npos)
+            << e.what();
+    }
+    apps::OperatorInstance inst = op.make(shape);
+    space.apply(inst, config);
+    LoweredFunc f = inst.pipeline().lower();
+    std::string cl = print_device_source(f.kernels, GpuApi::OpenCL);
+    std::string cu = print_device_source(f.kernels, GpuApi::CUDA);
+    EXPECT_NE(cl.find("vload4("), std::string::npos) << cl;
+    EXPECT_NE(cl.find("vstore4("), std::string::npos) << cl;
+    EXPECT_NE(cu.find("kiln_load_f32x4("), std::string::npos) << cu;
+    EXPECT_NE(cu.find("kiln_store_f32x4("), std::string::npos) << cu;
+
+    std::string why;
+    if (nvrtc_available(&why)) {
+        std::string ptx = compile_cuda_to_ptx(cu, "sm_90", "matmul_vec4.cu");
+        EXPECT_NE(ptx.find("ld.global"), std::string::npos);
+        std::string ptxas;
+        for (const char *p : {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"})
+            if (ptxas.empty() && access(p, X_OK) == 0) ptxas = p;
+        if (!ptxas.empty()) {
+            TempDir dir;
+            std::ofstream(dir / "k.ptx") << ptx;
+            std::string cmd = ptxas + " -arch=sm_90 " + (dir / "k.ptx") + " -o /dev/null 2>&1";
+            EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        } else {
+            std::printf("[ note     ] no ptxas: the PTX is not assembled\n");
+        }
+    } else {
+        std::printf("[ note     ] no NVRTC: %s\n", why.c_str());
+    }
+
+    std::string unavailable = opencl_unavailable();
+    if (!unavailable.empty()) GTEST_SKIP() << "no OpenCL device: " << unavailable;
+    apps::OperatorInstance run = op.make(shape);
+    space.apply(run, config);
+    run.bind_inputs();
+    BufferBase out = run.make_output();
+    CompiledPipeline compiled = run.pipeline().compile_jit(tune_target("host-opencl"));
+    ASSERT_EQ(compiled.run({out}), 0) << kiln_last_error_message();
+    out.copy_to_host();
+    EXPECT_LE(apps::max_relative_error(out, op.reference(run)), op.tolerance);
 }
 
 // A short real tuning job of matmul on OpenCL (its buffers A, B and C exercise the device
