@@ -51,6 +51,7 @@ const char *usage =
     "usage: %s -o DIR [-g GENERATOR] [-f FUNCTION] [-n FILE_BASE] [-t TARGET] [-e KINDS] "
     "[key=value ...]\n"
     "       %s --list\n"
+    "       %s --kiln-worker   (the tuner's measuring worker, started by kiln tune --generator)\n"
     "  -o DIR        where to write the files (created if missing)\n"
     "  -g GENERATOR  which registered generator to run (optional when there is one)\n"
     "  -f FUNCTION   the C name of the entry point (default: the generator name)\n"
@@ -313,7 +314,7 @@ int kiln_generator_main(int argc, char **argv) {
                 return 0;
             }
             if (a == "-h" || a == "--help") {
-                std::printf(usage, program, program);
+                std::printf(usage, program, program, program);
                 return 0;
             }
             if (a == "-o" || a == "-g" || a == "-f" || a == "-n" || a == "-t" || a == "-e") {

@@ -7,6 +7,7 @@
 #include "tests/autotune/TempDir.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -20,6 +21,7 @@
 
 #include "autotune/Checker.h"
 #include "autotune/GeneratorOperator.h"
+#include "autotune/Runner.h"
 #include "driver/Generator.h"
 #include "lang/Error.h"
 #include "lang/ReferenceEvaluator.h"
@@ -318,6 +320,48 @@ TEST(Checker, IntegerOutputsAreFilledWithASentinel) {
     CheckResult skipped = checker.check(cand, [&](BufferBase &) -> std::string { return ""; });
     EXPECT_EQ(skipped.status, "wrong_answer");
     EXPECT_NE(skipped.error.find("still holds the sentinel"), std::string::npos) << skipped.error;
+}
+
+// --- EXE --kiln-worker
+// ----------------------------------------------------------------------------
+
+namespace {
+
+/// The next reply of the worker that is not an event (10 s at most).
+nlohmann::json reply_of(WorkerProcess &w) {
+    for (int i = 0; i < 200; i++) {
+        while (auto line = w.next_line()) {
+            nlohmann::json j = nlohmann::json::parse(*line);
+            if (!j.contains("event")) return j;
+        }
+        pollfd fd{w.read_fd(), POLLIN, 0};
+        if (poll(&fd, 1, 50) > 0 && !w.pump()) return {{"status", "died"}};
+    }
+    return {{"status", "no answer"}};
+}
+
+} // namespace
+
+TEST(GeneratorWorker, TheGeneratorExecutableServesTheWorkerProtocol) {
+    WorkerProcess w(KILN_TEST_GENERATORS, {"--kiln-worker"});
+    apps::OperatorInstance inst = generator_operator({"brighten", {{"gain", "2"}}}).make({32, 8});
+    nlohmann::json trace = ScheduleTrace::capture({inst.output}).to_json();
+    ASSERT_TRUE(w.send({{"cmd", "build"},
+                        {"op", "brighten[gain=2]"},
+                        {"shape", {32, 8}},
+                        {"trace", trace},
+                        {"threads", 2}}));
+    nlohmann::json built = reply_of(w);
+    ASSERT_EQ(built["status"], "built") << built.dump();
+    ASSERT_TRUE(w.send({{"cmd", "measure"}, {"min_time_ms", 5}}));
+    nlohmann::json measured = reply_of(w);
+    EXPECT_EQ(measured["status"], "ok") << measured.dump();
+    // A name that is neither a built-in operator nor a generator of the executable.
+    ASSERT_TRUE(w.send({{"cmd", "build"}, {"op", "nope[a=1]"}, {"shape", {8}}, {"trace", trace}}));
+    nlohmann::json unknown = reply_of(w);
+    EXPECT_EQ(unknown["status"], "compile_error");
+    EXPECT_EQ(unknown.value("error", "").rfind("unknown operator 'nope[a=1]'", 0), 0u)
+        << unknown.dump();
 }
 
 // --- kiln tune --generator, end to end
