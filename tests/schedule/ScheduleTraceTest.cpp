@@ -545,3 +545,32 @@ TEST(ScheduleTrace, ReplayOntoAnAlreadyScheduledPipelineFails) {
 
 } // namespace
 } // namespace kiln
+
+namespace kiln {
+namespace {
+
+// remove_schedule leaves the algorithm as written: no directive, rfactor undone (its intermediate
+// no longer called), the same hash, and another schedule replays on it.
+TEST(ScheduleTrace, RemoveScheduleRestoresTheAlgorithmAsWritten) {
+    Total t = make_total();
+    std::string unscheduled = lower_to_text(t.outputs(), "total");
+    uint64_t hash = algorithm_hash(t.outputs());
+    schedule_total(t);
+    ScheduleTrace scheduled = ScheduleTrace::capture(t.outputs());
+    remove_schedule(t.outputs());
+    EXPECT_TRUE(ScheduleTrace::capture(t.outputs()).directives.empty());
+    EXPECT_EQ(algorithm_hash(t.outputs()), hash);
+    EXPECT_EQ(reachable_functions({t.total.function()}).size(), 1u);
+    EXPECT_EQ(lower_to_text(t.outputs(), "total"), unscheduled);
+    scheduled.apply(t.outputs());
+    EXPECT_EQ(ScheduleTrace::capture(t.outputs()), scheduled);
+
+    Blur b = make_blur();
+    schedule_blur(b);
+    remove_schedule(b.outputs());
+    EXPECT_TRUE(b.blur_x.directives().empty());
+    EXPECT_TRUE(b.blur_y.directives().empty());
+}
+
+} // namespace
+} // namespace kiln
