@@ -190,3 +190,45 @@ TEST(MaxRelativeError, ComparesRelativelyAboveOneAndAbsolutelyBelow) {
 
 } // namespace
 } // namespace kiln::apps
+
+namespace kiln::apps {
+namespace {
+
+TEST(OperatorErrors, RegisteringWithoutAFunctionNamesWhatIsNeeded) {
+    Operator op = find_operator("blur");
+    op.name = "blur_without_make";
+    op.make = nullptr;
+    EXPECT_EQ(error_of([&] { register_operator(op); }),
+              "register_operator: operator 'blur_without_make' must set make, hand_schedule and "
+              "work");
+}
+
+TEST(OperatorRegistry, AnOperatorWithoutAReferenceRegisters) {
+    Operator op = find_operator("blur");
+    op.name = "blur_checked_by_the_evaluator";
+    op.reference = nullptr;
+    op.test_only = true; // not in the list of known operators other tests check
+    register_operator(op);
+    EXPECT_FALSE(find_operator("blur_checked_by_the_evaluator").reference);
+}
+
+TEST(OperatorRegistry, TheResolverRegistersUnknownNamesOnDemand) {
+    int calls = 0;
+    set_operator_resolver([&](const std::string &name) {
+        calls++;
+        if (name != "blur_resolved") return false;
+        Operator op = find_operator("blur");
+        op.name = name;
+        op.test_only = true;
+        register_operator(op);
+        return true;
+    });
+    EXPECT_EQ(find_operator("blur_resolved").name, "blur_resolved");
+    EXPECT_EQ(find_operator("blur_resolved").name, "blur_resolved"); // registered: no second call
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ(error_of([] { find_operator("not_resolved"); }).rfind("unknown operator", 0), 0u);
+    set_operator_resolver(nullptr);
+}
+
+} // namespace
+} // namespace kiln::apps
