@@ -99,13 +99,15 @@ char forced_name[128];
 pthread_mutex_t override_mutex = PTHREAD_MUTEX_INITIALIZER;
 thread_local const char *last_variant = "";
 
+// Called with override_mutex held; the state is also read without it (the common case, no
+// override, then takes no lock).
 void set_override(const char *name) {
     if (!name) {
-        override_state = 1;
+        __atomic_store_n(&override_state, 1, __ATOMIC_RELEASE);
         return;
     }
     std::snprintf(forced_name, sizeof(forced_name), "%s", name);
-    override_state = 2;
+    __atomic_store_n(&override_state, 2, __ATOMIC_RELEASE);
 }
 
 // Whether text names variant i: its name, or its index in decimal.
@@ -143,7 +145,7 @@ int kiln_select_target_variant(const char *kernel, int count,
     }
     uint64_t cpu = kiln_cpu_features();
     char forced[sizeof(forced_name)] = "";
-    {
+    if (__atomic_load_n(&override_state, __ATOMIC_ACQUIRE) != 1) {
         kiln_runtime_internal::Lock lock(override_mutex);
         if (override_state == 0) {
             const char *env = std::getenv("KILN_FORCE_TARGET");
