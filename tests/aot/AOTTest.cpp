@@ -692,6 +692,27 @@ TEST(AOTGenerator, MainWritesTheRequestedFiles) {
     EXPECT_FALSE(fs::exists(dir / "lib.json"));
 }
 
+TEST(AOTGenerator, NamedCpuTargetsReachTheGeneratorAndTheHeader) {
+    TempDir dir;
+    std::vector<std::string> args = {"gen",
+                                     "-g",
+                                     "aot_test_scale",
+                                     "-o",
+                                     dir.path.string(),
+                                     "-e",
+                                     "c_header,assembly",
+                                     "-t",
+                                     "x86-64-v3;fast_math=1"};
+    std::vector<char *> argv;
+    for (std::string &a : args)
+        argv.push_back(a.data());
+    ASSERT_EQ(kiln_generator_main(int(argv.size()), argv.data()), 0);
+    std::string header = read_file(dir / "aot_test_scale.h");
+    EXPECT_THAT(header, HasSubstr(";cpu=x86-64-v3;"));
+    EXPECT_THAT(header, HasSubstr("fast_math=1"));
+    EXPECT_THAT(read_file(dir / "aot_test_scale.s"), ::testing::Not(HasSubstr("zmm")));
+}
+
 TEST(AOTGenerator, ParametersThatAreNeverReadAreErrors) {
     GeneratorContext ctx(Target::host(), {{"factr", "3"}, {"offset", "1"}});
     try {
