@@ -184,6 +184,27 @@ TEST(GeneratorOperator, BadInputsSayWhatIsWrong) {
               "12; its values are 8, 16, 32");
 }
 
+TEST(GeneratorOperator, OutputsAndScalarParamsThatCannotBeTunedAreNamed) {
+    EXPECT_EQ(error_of([] {
+                  generator_operator({"two_outputs", {}});
+              }),
+              "generator 'two_outputs' returns 2 output Func(s); the tuner tunes generators with "
+              "one single-valued output");
+    const apps::Operator &op = generator_operator({"needs_offset", {}});
+    EXPECT_EQ(error_of([&] { op.make({8}); }),
+              "generator 'needs_offset': param 'offset' has no value; give one with --param "
+              "offset=VALUE (or a default: Param<T>(\"offset\", value))");
+    EXPECT_EQ(error_of([] {
+                  generator_operator({"needs_offset", {{"offset", "1.5"}}}).make({8});
+              }),
+              "generator 'needs_offset': param 'offset' of int32 must be an integer, got '1.5'");
+    apps::OperatorInstance inst = generator_operator({"needs_offset", {{"offset", "7"}}}).make({8});
+    inst.bind_inputs();
+    Buffer<int32_t> out = inst.realize();
+    Buffer<int32_t> in = inst.input_data[0];
+    EXPECT_EQ(out(3), in(3) + 7);
+}
+
 TEST(GeneratorOperator, KnobsAreTheSearchSpaceWithTheirConstraints) {
     const apps::Operator &op = generator_operator({"tiled_blur", {}});
     std::optional<SearchSpace> s = generator_knob_space(op, {64, 48}, Target::host());
@@ -221,6 +242,7 @@ TEST(GeneratorContext, ShapesAndKnobDeclarationsAreChecked) {
               }),
               "knob 't' is declared twice with different values");
     EXPECT_EQ(error_of([&] { ctx.knob("u", {}); }), "knob 'u' has no values; list at least one");
+    EXPECT_EQ(error_of([&] { ctx.knob("w", {2, 4, 2}); }), "knob 'w' lists the value 2 twice");
     EXPECT_EQ(error_of([&] { ctx.constraint("t > 4", false); }),
               "generator constraint 't > 4' does not hold for t=4");
     EXPECT_EQ(ctx.knob_range("r", 1, 7, 3), 1);
@@ -468,7 +490,8 @@ TEST(GeneratorTune, BadInputsSayWhatIsWrong) {
     Ran unknown = kiln_cli(tune_generator("nope", db, "--shape 8x8"));
     EXPECT_EQ(unknown.status, 1);
     EXPECT_NE(unknown.output.find("kiln: no generator called 'nope' in this program (it registers: "
-                                  "bounded, brighten, crashes, threshold, throws, tiled_blur)"),
+                                  "bounded, brighten, crashes, needs_offset, threshold, throws, "
+                                  "tiled_blur, two_outputs)"),
               std::string::npos)
         << unknown.output;
     Ran param = kiln_cli(tune_generator("brighten", db, "--shape 8x8 --param gian=2"));
@@ -504,6 +527,19 @@ TEST(GeneratorTune, BadInputsSayWhatIsWrong) {
                                   "generator executable"),
               std::string::npos)
         << missing.output;
+    Ran bad_param = kiln_cli(tune_generator("brighten", db, "--shape 8x8 --param gain"));
+    EXPECT_NE(bad_param.output.find("kiln: --param gain: write key=value, e.g. --param vector=16"),
+              std::string::npos)
+        << bad_param.output;
+    Ran twice =
+        kiln_cli(tune_generator("brighten", db, "--shape 8x8 --param gain=1 --param gain=2"));
+    EXPECT_NE(twice.output.find("kiln: --param gain=2: 'gain' is given twice"), std::string::npos)
+        << twice.output;
+    Ran worker = kiln_cli(tune_generator("brighten", db, "--shape 8x8 --worker /bin/true"));
+    EXPECT_NE(worker.output.find("kiln: --worker /bin/true: with --generator the generator "
+                                 "executable is the worker"),
+              std::string::npos)
+        << worker.output;
     Ran builtin = kiln_cli("tune blur --param gain=2");
     EXPECT_NE(builtin.output.find("kiln: --param is for generators: add --generator EXE"),
               std::string::npos)

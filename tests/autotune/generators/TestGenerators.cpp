@@ -61,6 +61,25 @@ Pipeline threshold(GeneratorContext &ctx) {
     return out;
 }
 
+/// Two outputs: the tuner tunes single-output generators only.
+Pipeline two_outputs(GeneratorContext &) {
+    Func a("a"), b("b");
+    Var x("x");
+    a(x) = x;
+    b(x) = x * 2;
+    return Pipeline(std::vector<Func>{a, b});
+}
+
+/// A scalar Param without a default: the tuner needs --param offset=VALUE.
+Pipeline needs_offset(GeneratorContext &) {
+    ImageParam in(Int(32), 1, "in");
+    Param<int> offset("offset");
+    Func out("shifted");
+    Var x("x");
+    out(x) = in(x) + offset;
+    return out;
+}
+
 Pipeline throws(GeneratorContext &) {
     throw std::runtime_error("no coefficients for this shape");
 }
@@ -76,5 +95,7 @@ KILN_REGISTER_GENERATOR(brighten, brighten);
 KILN_REGISTER_GENERATOR(tiled_blur, tiled_blur);
 KILN_REGISTER_GENERATOR(bounded, bounded);
 KILN_REGISTER_GENERATOR(threshold, threshold);
+KILN_REGISTER_GENERATOR(two_outputs, two_outputs);
+KILN_REGISTER_GENERATOR(needs_offset, needs_offset);
 KILN_REGISTER_GENERATOR(throws, throws);
 KILN_REGISTER_GENERATOR(crashes, crashes);
