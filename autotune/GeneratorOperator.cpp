@@ -1,5 +1,7 @@
 #include "autotune/GeneratorOperator.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <memory>
@@ -198,6 +200,7 @@ std::optional<GeneratorSpec> parse_generator_operator_name(const std::string &na
         size_t eq = body.find('=', start);
         if (eq == std::string::npos) return std::nullopt;
         key = body.substr(start, eq - start);
+        if (key.empty()) return std::nullopt;
         size_t next = eq + 1, end = std::string::npos;
         while ((next = body.find(',', next)) != std::string::npos) {
             size_t e2 = body.find('=', next + 1);

@@ -108,6 +108,7 @@ TEST(GeneratorOperator, NameCarriesTheSortedParametersAndParsesBack) {
     EXPECT_EQ(back->params, s.params);
     EXPECT_EQ(generator_operator_name({"brighten", {}}), "brighten");
     EXPECT_FALSE(parse_generator_operator_name("brighten[offset]"));
+    EXPECT_FALSE(parse_generator_operator_name("brighten[=2]"));
 }
 
 TEST(GeneratorOperator, InputsCoverWhatTheOutputRegionReadsAndTheScheduleIsRemoved) {
