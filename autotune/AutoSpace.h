@@ -5,14 +5,24 @@
 // update of the output may vectorize its innermost pure loop, split its first reduction variable
 // and, for a large reduction, rfactor it. Every other Func of the pipeline (OperatorInstance::
 // stages) gets a placement knob: inline (pure Funcs only), root, or computed at the row, the
-// outer tile or the inner tile loop of the output, and whether to vectorize it.
+// outer tile or the inner tile loop of the output, and whether to vectorize it. For a target with
+// a GPU API, auto_gpu_space (autotune/AutoGPUSpace.cpp) derives GPU schedules the same way.
 #pragma once
 
 #include "autotune/SearchSpace.h"
+#include "autotune/Templates.h"
 
 namespace kiln::autotune {
 
 /// The automatic space of one instance of an operator (built with op.make(shape)).
 SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &shape);
+
+/// The automatic GPU space of one instance of an operator: the output tiled over blocks and
+/// threads (block_x, block_y, out_x outputs per thread, unroll), each other Func inlined, computed
+/// at root as its own kernels, or computed per block into shared memory where its region per
+/// block follows from the algorithm; every point within `limits` (and kiln's portable 1024
+/// threads, 48 KiB). Raises CompileError when the output has no dimensions.
+SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> &shape,
+                           const GpuLimits &limits = {});
 
 } // namespace kiln::autotune

@@ -214,13 +214,12 @@ SearchSpace space_for(const apps::Operator &op, const std::vector<int64_t> &shap
     }
     if (target.has_gpu()) {
         std::string api = gpu_api_name(target.gpu);
-        if (kind == "auto")
-            throw CompileError("--space auto makes CPU schedules only; tune '" + op.name +
-                               "' for gpu=" + api + " with --space template (its GPU template)");
-        if (auto t = gpu_template_space(op, shape, gpu_limits ? *gpu_limits : GpuLimits{}))
-            return std::move(*t);
+        const GpuLimits limits = gpu_limits ? *gpu_limits : GpuLimits{};
+        if (kind == "auto") return auto_gpu_space(op, shape, limits);
+        if (auto t = gpu_template_space(op, shape, limits)) return std::move(*t);
         throw CompileError("operator '" + op.name + "' has no GPU template (gpu=" + api +
-                           "); GPU templates: matmul, conv2d, blur, blur_u16, softmax, layernorm");
+                           "); GPU templates: matmul, conv2d, blur, blur_u16, softmax, layernorm; "
+                           "or tune it with --space auto (the automatic GPU space)");
     }
     if (kind == "auto") return auto_space(op, shape);
     if (auto t = template_space(op, shape)) return std::move(*t);

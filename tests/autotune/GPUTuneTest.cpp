@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 
+#include "autotune/AutoSpace.h"
 #include "autotune/Emit.h"
 #include "autotune/Templates.h"
 #include "autotune/Tuner.h"
@@ -192,26 +193,115 @@ TEST(GPUTune, CPUAndGPURunsOfOneOperatorAreKeptApart) {
     EXPECT_NE(read_file(emitted.files[2]).find("int blur("), std::string::npos);
 }
 
-TEST(GPUTune, AutoSpaceAndOperatorsWithoutAGPUTemplateAreClearErrors) {
+TEST(GPUTune, OperatorsWithoutAGPUTemplateAreClearErrors) {
     REQUIRE_OPENCL();
     TempDir dir;
     std::ostringstream out, err;
-    TuneOptions o = quick_gpu("blur", {34, 18}, dir / "k.db");
-    o.space = "auto";
-    try {
-        tune(o, out, err);
-        ADD_FAILURE() << "no error for --space auto on a GPU target";
-    } catch (const CompileError &e) {
-        EXPECT_STREQ(e.what(), "--space auto makes CPU schedules only; tune 'blur' for "
-                               "gpu=opencl with --space template (its GPU template)");
-    }
-    o = quick_gpu("harris", {34, 18}, dir / "k.db");
+    TuneOptions o = quick_gpu("harris", {34, 18}, dir / "k.db");
     try {
         tune(o, out, err);
         ADD_FAILURE() << "no error for harris on a GPU target";
     } catch (const CompileError &e) {
         EXPECT_STREQ(e.what(), "operator 'harris' has no GPU template (gpu=opencl); GPU "
-                               "templates: matmul, conv2d, blur, blur_u16, softmax, layernorm");
+                               "templates: matmul, conv2d, blur, blur_u16, softmax, layernorm; "
+                               "or tune it with --space auto (the automatic GPU space)");
+    }
+}
+
+// --space auto on a GPU target: the automatic GPU space, really tuned on OpenCL.
+TEST(GPUTune, AutoSpaceTunesBlurOnOpenCL) {
+    REQUIRE_OPENCL();
+    TempDir dir;
+    TuneOptions o = quick_gpu("blur", {34, 18}, dir / "k.db");
+    o.space = "auto";
+    std::ostringstream out, err;
+    TuneResult r = tune(o, out, err);
+    EXPECT_EQ(r.trials, 3) << out.str() << err.str();
+    ASSERT_TRUE(r.best_ms) << out.str() << err.str();
+    std::map<std::string, int64_t> n = statuses(o.db_path);
+    EXPECT_GE(n["ok"], 4) << out.str() << err.str(); // 3 trials and the hand schedule
+    EXPECT_NE(r.best_trace_json.find("gpu_blocks"), std::string::npos) << r.best_trace_json;
+}
+
+// Reductions (softmax: row reductions as updates) and a chain of stencils (harris) in the
+// automatic GPU space: every measured candidate runs and matches the reference.
+TEST(GPUTune, AutoSpaceTunesSoftmaxAndHarrisOnOpenCL) {
+    REQUIRE_OPENCL();
+    for (auto [op, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+             {"softmax", {4, 70}}, {"harris", {34, 18}}}) {
+        TempDir dir;
+        TuneOptions o = quick_gpu(op, shape, dir / "k.db");
+        o.space = "auto";
+        o.trials = 4;
+        std::ostringstream out, err;
+        TuneResult r = tune(o, out, err);
+        ASSERT_TRUE(r.best_ms) << op << "\n" << out.str() << err.str();
+        std::map<std::string, int64_t> n = statuses(o.db_path);
+        EXPECT_EQ(n["ok"], r.recorded) << op << "\n" << out.str() << err.str();
+    }
+}
+
+TEST(GPUTune, AutoGPUSpaceOfAScalarOutputIsAClearError) {
+    apps::Operator op;
+    op.name = "scalar";
+    op.make = [](const std::vector<int64_t> &) {
+        apps::OperatorInstance inst;
+        Func f("scalar_out");
+        f() = 1.f;
+        inst.output = f;
+        return inst;
+    };
+    try {
+        auto_gpu_space(op, {});
+        ADD_FAILURE() << "no error for a scalar output";
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(e.what(), "--space auto for a GPU target: the output of 'scalar' has no "
+                               "dimensions to spread over GPU threads");
+    }
+}
+
+// No device needed: sampled points of the automatic GPU space of three operators of different
+// shapes (a stencil, row reductions, a chain of stencils) lower to kernels within the limits.
+TEST(GPUTune, AutoGPUSpacePointsLowerToKernels) {
+    struct Case {
+        std::string op;
+        std::vector<int64_t> shape;
+        std::string block_producer; ///< a Func the space may compute per block
+    };
+    std::vector<Case> cases = {
+        {"blur", {66, 42}, "blur_x"}, {"softmax", {4, 300}, ""}, {"harris", {34, 18}, ""}};
+    GpuLimits limits;
+    limits.max_threads_per_block = 512;
+    for (const Case &c : cases) {
+        const apps::Operator &op = apps::find_operator(c.op);
+        SearchSpace space = auto_gpu_space(op, c.shape, limits);
+        std::mt19937_64 rng(11);
+        int lowered = 0, with_block = 0;
+        for (int tries = 0; tries < 2000 && lowered < 40; tries++) {
+            Config config = space.random(rng);
+            if (!space.valid(config)) continue;
+            nlohmann::json j = space.to_json(config);
+            apps::OperatorInstance inst = op.make(c.shape);
+            space.apply(inst, config);
+            LoweredFunc f;
+            try {
+                f = inst.pipeline().lower();
+            } catch (const std::exception &e) {
+                ADD_FAILURE() << c.op << " " << j.dump() << ": " << e.what();
+                continue;
+            }
+            lowered++;
+            if (!c.block_producer.empty() && j.value(c.block_producer + "_at", "") == "block")
+                with_block++;
+            ASSERT_FALSE(f.kernels.empty()) << c.op << " " << j.dump();
+            for (const DeviceKernel &k : f.kernels) {
+                EXPECT_LE(int64_t(k.threads[0]) * k.threads[1] * k.threads[2], 512)
+                    << c.op << " " << j.dump();
+                EXPECT_LE(k.shared_bytes, 48 * 1024) << c.op << " " << j.dump();
+            }
+        }
+        EXPECT_EQ(lowered, 40) << c.op;
+        if (!c.block_producer.empty()) EXPECT_GT(with_block, 0) << c.op;
     }
 }
 
