@@ -48,7 +48,7 @@ std::vector<std::string> split(const std::string &text, char sep) {
 }
 
 const char *usage =
-    "usage: %s -o DIR [-g GENERATOR] [-f FUNCTION] [-n FILE_BASE] [-t TARGET] [-e KINDS] "
+    "usage: %s -o DIR [-g GENERATOR] [-f FUNCTION] [-n FILE_BASE] [-t TARGET ...] [-e KINDS] "
     "[key=value ...]\n"
     "       %s --list\n"
     "       %s --kiln-worker   (the tuner's measuring worker, started by kiln tune --generator)\n"
@@ -56,8 +56,12 @@ const char *usage =
     "  -g GENERATOR  which registered generator to run (optional when there is one)\n"
     "  -f FUNCTION   the C name of the entry point (default: the generator name)\n"
     "  -n FILE_BASE  the files' base name (default: the function name)\n"
-    "  -t TARGET     host, host-cuda, host-opencl, host;fast_math=1, or a full target string\n"
-    "                (default: host)\n"
+    "  -t TARGET     host (this machine), an x86-64 level (x86-64-v2, x86-64-v3, x86-64-v4) or\n"
+    "                a CPU name (skylake-avx512, znver4, ...), each with -cuda or -opencl and\n"
+    "                ;key=value (host;fast_math=1), or a full target string (default: host).\n"
+    "                Several -t make one multi-target library: the generator runs once per\n"
+    "                target and each call runs the first variant whose CPU features the CPU\n"
+    "                has, else the last (list the most portable target last)\n"
     "  -e KINDS      comma-separated: object, static_library, c_header, assembly, llvm_ir,\n"
     "                lowered_stmt, metadata (default: static_library,c_header,metadata)\n"
     "  key=value     parameters the generator reads from its GeneratorContext\n";
@@ -303,7 +307,8 @@ int kiln_generator_main(int argc, char **argv) {
                 return 1;
             }
         }
-        std::string out_dir, generator, function, file_base, target = "host";
+        std::string out_dir, generator, function, file_base;
+        std::vector<std::string> targets;
         std::string emit = "static_library,c_header,metadata";
         std::map<std::string, std::string> params;
         for (int i = 1; i < argc; i++) {
@@ -324,7 +329,7 @@ int kiln_generator_main(int argc, char **argv) {
                 if (a == "-g") generator = v;
                 if (a == "-f") function = v;
                 if (a == "-n") file_base = v;
-                if (a == "-t") target = v;
+                if (a == "-t") targets.push_back(v);
                 if (a == "-e") emit = v;
                 continue;
             }
@@ -355,10 +360,25 @@ int kiln_generator_main(int argc, char **argv) {
             OutputKind kind = parse_output_kind(k);
             if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
         }
-        GeneratorContext context(parse_target_string(target), params);
-        Pipeline p = run_generator(generator, context);
-        p.compile_to(OutputSet::in_directory(out_dir, file_base, kinds), function, context.target(),
-                     context.argument_order());
+        if (targets.empty()) targets.push_back("host");
+        OutputSet outputs = OutputSet::in_directory(out_dir, file_base, kinds);
+        if (targets.size() == 1) {
+            GeneratorContext context(parse_target_string(targets[0]), params);
+            Pipeline p = run_generator(generator, context);
+            p.compile_to(outputs, function, context.target(), context.argument_order());
+            return 0;
+        }
+        // A multi-target kernel: the generator runs once per target (its schedule may depend
+        // on the target), each run lowered with its own argument order.
+        std::vector<Target> parsed;
+        std::vector<LoweredFunc> variants;
+        for (const std::string &t : targets) {
+            GeneratorContext context(parse_target_string(t), params);
+            Pipeline p = run_generator(generator, context);
+            parsed.push_back(context.target());
+            variants.push_back(with_argument_order(p.lower(function), context.argument_order()));
+        }
+        compile_lowered_to(variants, parsed, outputs);
         return 0;
     } catch (const std::exception &e) {
         std::fprintf(stderr, "%s: error: %s\n", program, e.what());

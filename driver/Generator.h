@@ -164,12 +164,14 @@ std::vector<int64_t> parse_shape_text(const std::string &text, const std::string
 Target parse_target_string(const std::string &text);
 
 /// The command line of a generator executable (what kiln::generator's main() calls):
-///   gen -o DIR [-g GENERATOR] [-f FUNCTION] [-n FILE_BASE] [-t TARGET] [-e KIND,KIND,...]
+///   gen -o DIR [-g GENERATOR] [-f FUNCTION] [-n FILE_BASE] [-t TARGET ...] [-e KIND,KIND,...]
 ///       [key=value ...]
 ///   gen --list
 /// -g may be left out when exactly one generator is registered; -f defaults to the generator
-/// name and -n to the function name; -e defaults to static_library,c_header,metadata. Prints
-/// errors to stderr and returns 1 on failure, 0 on success.
+/// name and -n to the function name; -e defaults to static_library,c_header,metadata; -t to
+/// host. Several -t make a multi-target library (codegen/MultiTarget.h): the generator runs once
+/// per target, each run lowered with its own argument order. Prints errors to stderr and returns
+/// 1 on failure, 0 on success.
 int kiln_generator_main(int argc, char **argv);
 
 /// Registers a generator at program start (use in the generator's .cpp file).

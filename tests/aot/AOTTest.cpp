@@ -713,6 +713,85 @@ TEST(AOTGenerator, NamedCpuTargetsReachTheGeneratorAndTheHeader) {
     EXPECT_THAT(read_file(dir / "aot_test_scale.s"), ::testing::Not(HasSubstr("zmm")));
 }
 
+/// The CPUs aot_test_per_target was run for, in order.
+std::vector<std::string> &per_target_runs() {
+    static std::vector<std::string> runs;
+    return runs;
+}
+
+KILN_REGISTER_GENERATOR(aot_test_per_target, [](GeneratorContext &ctx) -> Pipeline {
+    per_target_runs().push_back(ctx.target().cpu);
+    ImageParam in(Float(32), 1, "in");
+    Param<float> gain("gain");
+    Func out("out");
+    Var x("x");
+    out(x) = in(x)*gain;
+    out.vectorize(x, ctx.target().has_feature("avx512f") ? 16 : 8);
+    ctx.set_argument_order({"gain", "in"});
+    return out;
+});
+
+TEST(AOTGenerator, SeveralTargetsRunTheGeneratorPerTargetIntoOneLibrary) {
+    TempDir dir;
+    std::vector<std::string> args = {"gen",
+                                     "-g",
+                                     "aot_test_per_target",
+                                     "-o",
+                                     dir.path.string(),
+                                     "-t",
+                                     "x86-64-v4",
+                                     "-t",
+                                     "x86-64-v3",
+                                     "-t",
+                                     "x86-64",
+                                     "-e",
+                                     "static_library,c_header"};
+    std::vector<char *> argv;
+    for (std::string &a : args)
+        argv.push_back(a.data());
+    per_target_runs().clear();
+    ASSERT_EQ(kiln_generator_main(int(argv.size()), argv.data()), 0);
+    EXPECT_EQ(per_target_runs(), (std::vector<std::string>{"x86-64-v4", "x86-64-v3", "x86-64"}));
+    std::string header = read_file(dir / "aot_test_per_target.h");
+    EXPECT_THAT(header, HasSubstr("int aot_test_per_target(float gain, kiln_buffer_t *in, "
+                                  "kiln_buffer_t *out);"));
+    EXPECT_THAT(header, HasSubstr(" *   0 x86-64-v4: triple="));
+    EXPECT_THAT(header, HasSubstr(" *   1 x86-64-v3: triple="));
+    EXPECT_THAT(header, HasSubstr(" *   2 x86-64: triple="));
+    // The library holds the three variants and the dispatcher.
+    CommandResult nm = run_command(std::string(KILN_TEST_NM) + " " + dir / "aot_test_per_target.a");
+    ASSERT_EQ(nm.status, 0) << nm.output;
+    for (const char *symbol :
+         {"T aot_test_per_target\n", "T aot_test_per_target_x86_64_v4\n",
+          "T aot_test_per_target_x86_64_v3\n", "T aot_test_per_target_x86_64\n"})
+        EXPECT_THAT(nm.output, HasSubstr(symbol));
+}
+
+TEST(AOTGenerator, SeveralTargetsWriteOnlyLibrariesAndHeaders) {
+    TempDir dir;
+    std::vector<std::string> args = {"gen",
+                                     "-g",
+                                     "aot_test_per_target",
+                                     "-o",
+                                     dir.path.string(),
+                                     "-t",
+                                     "x86-64-v3",
+                                     "-t",
+                                     "x86-64",
+                                     "-e",
+                                     "object"};
+    std::vector<char *> argv;
+    for (std::string &a : args)
+        argv.push_back(a.data());
+    ::testing::internal::CaptureStderr();
+    int code = kiln_generator_main(int(argv.size()), argv.data());
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(code, 1);
+    EXPECT_THAT(err, HasSubstr("gen: error: kernel 'aot_test_per_target' for 2 targets: cannot "
+                               "write object; a multi-target kernel is a static_library with its "
+                               "c_header"));
+}
+
 TEST(AOTGenerator, ParametersThatAreNeverReadAreErrors) {
     GeneratorContext ctx(Target::host(), {{"factr", "3"}, {"offset", "1"}});
     try {
