@@ -1,5 +1,6 @@
 #include "tools/GeneratorTune.h"
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -121,6 +122,13 @@ int run_generator_tune(const std::string &exe, const GeneratorTuneRequest &r) {
               {"simulate", r.simulate},
               {"strategy_given", r.strategy_given},
               {"exe", exe}};
+    // The executable writes one byte on this pipe when it understands --kiln-tune, so that a
+    // program that is not a generator executable (it exits, silently or not) is named as such.
+    int handshake[2];
+    if (pipe(handshake) != 0)
+        throw RuntimeError(std::string("cannot create a pipe: ") + std::strerror(errno));
+    fcntl(handshake[0], F_SETFD, FD_CLOEXEC);
+    j["handshake_fd"] = handshake[1];
     std::string text = j.dump();
     std::fflush(stdout);
     std::fflush(stderr);
@@ -134,6 +142,7 @@ int run_generator_tune(const std::string &exe, const GeneratorTuneRequest &r) {
         std::fprintf(stderr, "kiln: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
         _exit(127);
     }
+    close(handshake[1]);
     tuning_child = child;
     auto old_int = std::signal(SIGINT, SIG_IGN);
     auto old_term = std::signal(SIGTERM, forward_terminate);
@@ -143,6 +152,13 @@ int run_generator_tune(const std::string &exe, const GeneratorTuneRequest &r) {
     std::signal(SIGINT, old_int);
     std::signal(SIGTERM, old_term);
     tuning_child = -1;
+    char byte = 0;
+    bool answered = read(handshake[0], &byte, 1) == 1;
+    close(handshake[0]);
+    if (WIFEXITED(status) && !answered && WEXITSTATUS(status) != 127)
+        throw RuntimeError("--generator " + exe +
+                           ": this program does not serve kiln tune (it does not know "
+                           "--kiln-tune); give a generator executable linked with kiln::generator");
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     int sig = WTERMSIG(status);
     throw RuntimeError("the generator executable " + exe + " was killed by signal " +
@@ -155,6 +171,11 @@ int generator_tune_main(const char *program, const std::string &request_json) {
     try {
         if (report_registration_errors(program)) return 1;
         json j = json::parse(request_json);
+        if (j.contains("handshake_fd")) {
+            int fd = j["handshake_fd"];
+            (void)!write(fd, "k", 1);
+            close(fd);
+        }
         autotune::GeneratorSpec spec;
         spec.generator = j.at("generator");
         spec.params = j.at("params").get<std::map<std::string, std::string>>();

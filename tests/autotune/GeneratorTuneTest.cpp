@@ -541,6 +541,13 @@ TEST(GeneratorTune, BadInputsSayWhatIsWrong) {
                                  "executable is the worker"),
               std::string::npos)
         << worker.output;
+    Ran not_a_generator = kiln_cli("tune --generator /bin/true brighten --shape 8x8");
+    EXPECT_EQ(not_a_generator.status, 1);
+    EXPECT_NE(not_a_generator.output.find("kiln: --generator /bin/true: this program does not "
+                                          "serve kiln tune (it does not know --kiln-tune); give a "
+                                          "generator executable linked with kiln::generator"),
+              std::string::npos)
+        << not_a_generator.output;
     Ran builtin = kiln_cli("tune blur --param gain=2");
     EXPECT_NE(builtin.output.find("kiln: --param is for generators: add --generator EXE"),
               std::string::npos)
