@@ -8,7 +8,9 @@
 //      still holding the fill value is compared with the reference, up to 16 of them);
 //   2. on the same inputs with 1 thread, compared element by element with run 1 (N threads);
 //   3. on a second, different set of inputs, at other sampled points, also pre-filled.
-// The expected values are computed once per checker (per operator and shape in the worker).
+// The expected values are computed once per checker (per operator and shape in the worker), in one
+// pass of the reference evaluator over all the points (reference_realize_points), so a Func
+// every point reads (a histogram, a whole-image reduction) is computed once, not once per point.
 // Operators that give their own reference (apps/Operator.h) are checked against it instead.
 #pragma once
 
@@ -58,7 +60,9 @@ private:
         std::vector<std::vector<int>> points;
         std::vector<double> expected; ///< at points, computed at the first check
     };
-    double expected_at(const InputSet &set, const std::vector<int> &point);
+    /// The reference evaluator's values at the points, with the set's inputs (one pass).
+    std::vector<double> expected_at(const InputSet &set,
+                                    const std::vector<std::vector<int>> &points);
 
     apps::OperatorInstance reference;
     double tolerance;

@@ -554,4 +554,22 @@ void reference_realize_into(const Func &output, BufferBase &out) {
     evaluate_into(output, {out});
 }
 
+BufferBase reference_realize_points(const Func &output,
+                                    const std::vector<std::vector<int>> &points) {
+    const char *who = "reference_realize_points";
+    check_output(who, output);
+    if (output.num_values() != 1) {
+        user_error(who, ": '", output.name(), "' has ", output.num_values(),
+                   " values; evaluate one value at a time");
+    }
+    for (const Point &p : points)
+        check_count(who, output, p.size(), "coordinate");
+    BufferBase out(output.output_type(), {int(points.size())}, output.name());
+    Realization realization(output.function());
+    for (size_t i = 0; i < points.size(); i++)
+        store_element(out, Point{int(i)},
+                      realization.final_values(output.function().get(), points[i])[0]);
+    return out;
+}
+
 } // namespace kiln

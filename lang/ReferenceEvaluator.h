@@ -24,4 +24,10 @@ BufferBase reference_realize(const Func &output, const std::vector<int> &extents
 /// Evaluates into an existing buffer, over the region it covers.
 void reference_realize_into(const Func &output, BufferBase &out);
 
+/// The single-valued output at scattered points (coordinates, dimension 0 first), in one pass
+/// that computes every intermediate value once for all of them: a 1-D buffer of the output's
+/// type whose element i is the value at points[i]. For checking samples of a large output.
+BufferBase reference_realize_points(const Func &output,
+                                    const std::vector<std::vector<int>> &points);
+
 } // namespace kiln

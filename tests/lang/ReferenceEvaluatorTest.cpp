@@ -722,5 +722,32 @@ TEST(ReferenceEvaluatorErrors, RealizeIntoABufferOfAnotherTypeIsRejected) {
               "reference_realize_into: 'f' has type int32, but buffer 'out' holds float32");
 }
 
+// Scattered points in one pass: the values of a region evaluation, and a whole-Func reduction
+// every point reads is computed once (its update has no pure Var in place: one column).
+TEST(ReferenceEvaluator, PointsGiveTheValuesOfTheRegion) {
+    Buffer<float> in(std::vector<int>{12, 9}, "in");
+    for (int y = 0; y < 9; y++)
+        for (int x = 0; x < 12; x++)
+            in(x, y) = sample(x + 12 * y);
+    Var x("x"), y("y");
+    Func total("total"), out("out");
+    RDom r({{0, 12}, {0, 9}}, "r");
+    total() = 0.0f;
+    total() += in(r.x, r.y);
+    Func edge = repeat_edge(in);
+    out(x, y) = edge(x - 1, y + 1) * 2 + total();
+    Buffer<float> region = reference_realize(out, {12, 9});
+    std::vector<std::vector<int>> points = {{0, 0}, {11, 8}, {5, 3}, {0, 8}};
+    Buffer<float> at = reference_realize_points(out, points);
+    ASSERT_EQ(at.dimensions(), 1);
+    ASSERT_EQ(at.width(), 4);
+    for (int i = 0; i < 4; i++)
+        EXPECT_EQ(at(i), region(points[i][0], points[i][1])) << i;
+    EXPECT_EQ(error_message<CompileError>([&] {
+                  reference_realize_points(out, {{1, 2, 3}});
+              }),
+              "reference_realize_points: 'out' has 2 dimensions, but 3 coordinates were given");
+}
+
 } // namespace
 } // namespace kiln
