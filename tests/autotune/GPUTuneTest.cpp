@@ -223,12 +223,13 @@ TEST(GPUTune, AutoSpaceTunesBlurOnOpenCL) {
     EXPECT_NE(r.best_trace_json.find("gpu_blocks"), std::string::npos) << r.best_trace_json;
 }
 
-// Reductions (softmax: row reductions as updates) and a chain of stencils (harris) in the
-// automatic GPU space: every measured candidate runs and matches the reference.
-TEST(GPUTune, AutoSpaceTunesSoftmaxAndHarrisOnOpenCL) {
+// Reductions (softmax: row reductions as updates; matmul: an RDom update of an intermediate) and a
+// chain of stencils (harris) in the automatic GPU space: every measured candidate runs and
+// matches the reference.
+TEST(GPUTune, AutoSpaceTunesSoftmaxHarrisAndMatmulOnOpenCL) {
     REQUIRE_OPENCL();
     for (auto [op, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-             {"softmax", {4, 70}}, {"harris", {34, 18}}}) {
+             {"softmax", {4, 70}}, {"harris", {34, 18}}, {"matmul", {24, 40, 16}}}) {
         TempDir dir;
         TuneOptions o = quick_gpu(op, shape, dir / "k.db");
         o.space = "auto";
@@ -260,16 +261,20 @@ TEST(GPUTune, AutoGPUSpaceOfAScalarOutputIsAClearError) {
     }
 }
 
-// No device needed: sampled points of the automatic GPU space of three operators of different
-// shapes (a stencil, row reductions, a chain of stencils) lower to kernels within the limits.
+// No device needed: sampled points of the automatic GPU space of five operators of different
+// shapes (a stencil, row reductions, a chain of stencils, reductions over an RDom into an
+// intermediate) lower to kernels within the limits.
 TEST(GPUTune, AutoGPUSpacePointsLowerToKernels) {
     struct Case {
         std::string op;
         std::vector<int64_t> shape;
         std::string block_producer; ///< a Func the space may compute per block
     };
-    std::vector<Case> cases = {
-        {"blur", {66, 42}, "blur_x"}, {"softmax", {4, 300}, ""}, {"harris", {34, 18}, ""}};
+    std::vector<Case> cases = {{"blur", {66, 42}, "blur_x"},
+                               {"softmax", {4, 300}, ""},
+                               {"harris", {34, 18}, ""},
+                               {"matmul", {24, 40, 16}, ""},
+                               {"conv2d", {4, 16, 8, 16}, ""}};
     GpuLimits limits;
     limits.max_threads_per_block = 512;
     for (const Case &c : cases) {
