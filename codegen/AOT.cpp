@@ -449,6 +449,78 @@ void compile_lowered_to(const std::vector<LoweredFunc> &variants,
     }
 }
 
+void compile_shape_dispatched(const std::vector<LoweredFunc> &variants,
+                              const std::vector<std::vector<int64_t>> &shapes,
+                              const std::vector<std::string> &notes, const Target &t,
+                              const OutputSet &outputs) {
+    internal_assert(variants.size() == shapes.size() + 1 && notes.size() == variants.size(),
+                    "compile_shape_dispatched: ", variants.size(), " variants, ", shapes.size(),
+                    " shapes and ", notes.size(), " notes");
+    const LoweredFunc &f = variants.back();
+    check_c_identifier(f.name, "function name");
+    for (size_t i = 0; i < variants.size(); i++) {
+        if (variants[i].name != f.name || c_signature(variants[i]) != c_signature(f)) {
+            user_error("the variants of a shape-dispatched kernel must have one signature: '",
+                       c_signature(variants[i]), "' and '", c_signature(f), "'");
+        }
+    }
+    for (const auto &[kind, path] : outputs.paths) {
+        if (kind != OutputKind::StaticLibrary && kind != OutputKind::CHeader &&
+            kind != OutputKind::Metadata && kind != OutputKind::LoweredStmt) {
+            user_error("kernel '", f.name, "' dispatched on ", shapes.size(),
+                       " shapes: cannot write ", output_kind_name(kind),
+                       "; a shape-dispatched kernel is a static_library with its c_header (and "
+                       "metadata, lowered_stmt)");
+        }
+        if (path.empty()) user_error("the output path for ", output_kind_name(kind), " is empty");
+        make_parent_directory(path);
+    }
+    std::vector<std::string> names, symbols;
+    for (const std::vector<int64_t> &shape : shapes) {
+        std::string name;
+        for (int64_t e : shape)
+            name += (name.empty() ? "" : "x") + std::to_string(e);
+        names.push_back(name);
+    }
+    names.push_back("generic");
+    if (outputs.has(OutputKind::StaticLibrary)) {
+        std::vector<std::pair<std::string, std::string>> members;
+        for (size_t i = 0; i < variants.size(); i++) {
+            LoweredFunc variant = variants[i];
+            variant.name = f.name + "_" + c_argument_name(names[i]);
+            symbols.push_back(variant.name);
+            members.emplace_back(variant.name + ".o",
+                                 module_for(variant, t, kernel_source(variant, t)).object_code());
+        }
+        members.emplace_back(f.name + ".o",
+                             compile_shape_dispatcher(f, t, names, symbols, shapes).object_code());
+        write_output_file(outputs.path(OutputKind::StaticLibrary), make_static_library(members),
+                          "a static library");
+    }
+    if (outputs.has(OutputKind::CHeader)) {
+        std::string base = std::filesystem::path(outputs.path(OutputKind::CHeader)).stem().string();
+        std::string text = c_header_text(f, t, base);
+        std::string block = " * Shape-dispatched: each call runs the schedule of the output's "
+                            "extents, or the\n * generic one for any other shape "
+                            "(kiln_last_shape_variant() names it). Schedules:\n";
+        for (size_t i = 0; i < names.size(); i++)
+            block += " *   " + names[i] + ": " + notes[i] + "\n";
+        size_t at = text.find(" *\n * Arguments, in order:");
+        internal_assert(at != std::string::npos, "c_header_text has no argument list");
+        text.insert(at, block);
+        write_output_file(outputs.path(OutputKind::CHeader), text, "a C header");
+    }
+    if (outputs.has(OutputKind::LoweredStmt)) {
+        std::string text;
+        for (size_t i = 0; i < variants.size(); i++)
+            text += "// ---- " + names[i] + "\n" + lowered_stmt_text(variants[i]);
+        write_output_file(outputs.path(OutputKind::LoweredStmt), text, "the lowered statement");
+    }
+    if (outputs.has(OutputKind::Metadata)) {
+        write_output_file(outputs.path(OutputKind::Metadata), metadata_json(f, t), "metadata");
+    }
+}
+
 void compile_lowered_to(const LoweredFunc &f, const Target &t, const OutputSet &outputs) {
     check_c_identifier(f.name, "function name");
     // Validate every argument (and build the texts) before writing anything.

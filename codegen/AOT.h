@@ -84,6 +84,17 @@ void compile_lowered_to(const LoweredFunc &f, const std::vector<Target> &targets
 void compile_lowered_to(const std::vector<LoweredFunc> &variants,
                         const std::vector<Target> &targets, const OutputSet &outputs);
 
+/// A kernel specialized per output shape (codegen/MultiTarget.h): variants[i] scheduled for the
+/// output extents shapes[i], and a last, generic variant for any other shape, in one static
+/// library whose entry point f.name picks by the output buffer's extents at each call. notes[i]
+/// (one per variant) says in the header where that variant's schedule came from. Writes the
+/// static library, header, metadata and lowered statements (every variant's); other kinds are a
+/// CompileError, as are variants with different signatures.
+void compile_shape_dispatched(const std::vector<LoweredFunc> &variants,
+                              const std::vector<std::vector<int64_t>> &shapes,
+                              const std::vector<std::string> &notes, const Target &t,
+                              const OutputSet &outputs);
+
 /// The C header text for f (see the top of this file); `guard_name` names the include guard
 /// (f.name when empty). With several targets it lists the variants of a multi-target kernel.
 std::string c_header_text(const LoweredFunc &f, const Target &t,

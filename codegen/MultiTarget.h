@@ -3,7 +3,9 @@
 // own name and C signature. At each call the dispatcher asks the runtime which variant this CPU
 // runs (kiln_select_target_variant in runtime/kiln_runtime.h: the first listed whose CPU
 // features it has, else the last) and forwards its arguments unchanged. Written by
-// compile_lowered_to with a list of targets (codegen/AOT.h).
+// compile_lowered_to with a list of targets (codegen/AOT.h). The same dispatcher, choosing by the
+// output buffer's extents instead (kiln_select_shape_variant), makes shape-dispatched kernels:
+// one schedule per tuned shape and a generic one (compile_shape_dispatched).
 #pragma once
 
 #include <cstdint>
@@ -32,5 +34,13 @@ LLVMModule compile_dispatcher(const LoweredFunc &f, const Target &portable,
                               const std::vector<std::string> &variant_names,
                               const std::vector<std::string> &variant_symbols,
                               const std::vector<uint64_t> &required_features);
+
+/// The dispatcher of a kernel specialized per output shape: variant i < shapes.size() runs when
+/// the output buffer's extents are shapes[i], the last (generic) variant otherwise
+/// (kiln_select_shape_variant in the runtime). Compiled for t.
+LLVMModule compile_shape_dispatcher(const LoweredFunc &f, const Target &t,
+                                    const std::vector<std::string> &variant_names,
+                                    const std::vector<std::string> &variant_symbols,
+                                    const std::vector<std::vector<int64_t>> &shapes);
 
 } // namespace kiln

@@ -466,6 +466,17 @@ void kiln_force_target(const char *name);
 /// before the first such call.
 const char *kiln_last_target_variant(void);
 
+/// Which variant of a shape-dispatched kernel (one schedule per tuned output shape, then a
+/// generic one) runs for this output buffer: the first i < count - 1 whose `dimensions` extents
+/// (extents[i * dimensions + d]) equal the output's, else count - 1 (the generic variant, which
+/// also reports a null or malformed buffer). Called by the kernel's entry point on each call.
+int kiln_select_shape_variant(const kiln_buffer_t *output, int count, int dimensions,
+                              const int64_t *extents, const char *const *names);
+
+/// The name of the variant ("4096x4096", "generic") that this thread's latest call of a
+/// shape-dispatched kernel chose, or "" before the first such call.
+const char *kiln_last_shape_variant(void);
+
 // NOLINTEND(readability-identifier-naming)
 
 #ifdef __cplusplus
