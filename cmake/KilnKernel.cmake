@@ -21,15 +21,25 @@
 # whose CPU features the running CPU has, else the last (list the most portable last);
 # KILN_FORCE_TARGET=<name or index> or kiln_force_target() overrides the choice. The generator
 # is run with one -t per target. The kernel is regenerated when the generator executable changes.
+#
+#   kiln_add_kernel(NAME <name> GENERATOR <generator> SHAPES 4096x4096 1920x1080
+#                   DB tuning_db/kiln.db [LOCKFILE kiln.lock.json] [TARGET t] [PARAMS k=v ...])
+#
+# builds one library whose entry point runs, at each call, the schedule of the output's extents:
+# for each shape the best ok record of the generator's workload (the generator with PARAMS, at
+# that shape) on this target in DB, else the LOCKFILE's schedule (kiln.lock.json, committed: a
+# build without the database gives the same kernel; `kiln lock update` refreshes it), else the
+# generator's own schedule; any other shape runs the generator's own schedule. The header says
+# where each came from. Relative DB and LOCKFILE paths are from the current source directory.
 include_guard(GLOBAL)
 
 function(kiln_add_kernel)
-    cmake_parse_arguments(ARG "" "NAME;GENERATOR;GENERATOR_NAME;FUNCTION_NAME;TARGET"
-                          "TARGETS;PARAMS;EMIT" ${ARGN})
+    cmake_parse_arguments(ARG "" "NAME;GENERATOR;GENERATOR_NAME;FUNCTION_NAME;TARGET;DB;LOCKFILE"
+                          "TARGETS;PARAMS;EMIT;SHAPES" ${ARGN})
     if(ARG_UNPARSED_ARGUMENTS)
         message(FATAL_ERROR "kiln_add_kernel: unexpected arguments '${ARG_UNPARSED_ARGUMENTS}'; "
                             "known: NAME GENERATOR GENERATOR_NAME FUNCTION_NAME TARGET TARGETS "
-                            "PARAMS EMIT")
+                            "PARAMS EMIT SHAPES DB LOCKFILE")
     endif()
     if(NOT ARG_NAME)
         message(FATAL_ERROR "kiln_add_kernel: NAME is required (the kernel's target and file name)")
@@ -57,6 +67,18 @@ function(kiln_add_kernel)
     if("TARGETS" IN_LIST ARG_KEYWORDS_MISSING_VALUES)
         message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): TARGETS needs at least one target, "
                             "e.g. TARGETS x86-64-v4 x86-64-v3")
+    endif()
+    if((ARG_DB OR ARG_LOCKFILE) AND NOT ARG_SHAPES)
+        message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): DB and LOCKFILE select tuned schedules "
+                            "per shape; list the shapes with SHAPES, e.g. SHAPES 4096x4096")
+    endif()
+    if(ARG_SHAPES AND NOT (ARG_DB OR ARG_LOCKFILE))
+        message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): SHAPES needs DB (the tuning database) "
+                            "or LOCKFILE (kiln.lock.json) to find each shape's schedule")
+    endif()
+    if(ARG_SHAPES AND ARG_TARGETS)
+        message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): SHAPES builds a kernel for one TARGET; "
+                            "SHAPES with TARGETS is not supported yet")
     endif()
     if(NOT ARG_TARGET)
         set(ARG_TARGET host)
@@ -107,11 +129,31 @@ function(kiln_add_kernel)
     if(ARG_GENERATOR_NAME)
         set(generator_args -g ${ARG_GENERATOR_NAME})
     endif()
+    set(shape_args)
+    set(depends ${ARG_GENERATOR})
+    if(ARG_SHAPES)
+        list(JOIN ARG_SHAPES "," shapes)
+        set(shape_args --shapes ${shapes})
+        foreach(kind DB LOCKFILE)
+            if(ARG_${kind})
+                cmake_path(ABSOLUTE_PATH ARG_${kind} BASE_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+                if(kind STREQUAL "DB")
+                    list(APPEND shape_args --db ${ARG_DB})
+                else()
+                    list(APPEND shape_args --lock ${ARG_LOCKFILE})
+                endif()
+                # Rebuilt when the file changes (when it exists at configure time).
+                if(EXISTS ${ARG_${kind}})
+                    list(APPEND depends ${ARG_${kind}})
+                endif()
+            endif()
+        endforeach()
+    endif()
     add_custom_command(
         OUTPUT ${outputs}
         COMMAND ${ARG_GENERATOR} -o ${dir} -n ${ARG_NAME} -f ${ARG_FUNCTION_NAME}
-                ${target_args} -e ${emit} ${generator_args} ${ARG_PARAMS}
-        DEPENDS ${ARG_GENERATOR}
+                ${target_args} -e ${emit} ${generator_args} ${shape_args} ${ARG_PARAMS}
+        DEPENDS ${depends}
         COMMENT "kiln: generating kernel ${ARG_NAME} with ${ARG_GENERATOR}"
         VERBATIM)
     add_custom_target(${ARG_NAME}_kiln_generate DEPENDS ${outputs})

@@ -64,7 +64,10 @@ const char *usage =
     "                has, else the last (list the most portable target last)\n"
     "  -e KINDS      comma-separated: object, static_library, c_header, assembly, llvm_ir,\n"
     "                lowered_stmt, metadata (default: static_library,c_header,metadata)\n"
-    "  key=value     parameters the generator reads from its GeneratorContext\n";
+    "  key=value     parameters the generator reads from its GeneratorContext\n"
+    "  --shapes A,B  with --db DB and/or --lock kiln.lock.json: one kernel with a schedule per\n"
+    "                output shape (the database's best record, else the lockfile's) and the\n"
+    "                generator's own for any other shape (kiln_add_kernel SHAPES)\n";
 
 } // namespace
 

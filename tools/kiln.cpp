@@ -20,6 +20,7 @@
 #include "driver/Generator.h"
 #include "kiln.h"
 #include "tools/DbCommands.h"
+#include "tools/GeneratorShapes.h"
 #include "tools/GeneratorTune.h"
 
 namespace {
@@ -177,6 +178,23 @@ int main(int argc, char **argv) {
     compile_cmd->add_option("--threads", emit.threads,
                             "the thread count the schedule was tuned with (default: all cores)");
 
+    // kiln lock update
+    CLI::App *lock_cmd = app.add_subcommand("lock", "the lockfile of shape-dispatched kernels");
+    CLI::App *lock_update = lock_cmd->add_subcommand(
+        "update", "write the database's best schedule of each shape into the lockfile");
+    std::string lock_exe, lock_generator, lock_db = "tuning_db/kiln.db",
+                                          lock_path = "kiln.lock.json", lock_target = "host";
+    std::vector<std::string> lock_shapes, lock_params;
+    lock_update->add_option("--generator", lock_exe, "the generator executable")->required();
+    lock_update->add_option("generator", lock_generator, "the generator's name")->required();
+    lock_update->add_option("--shape", lock_shapes, "an output shape (repeatable)")->required();
+    lock_update->add_option("--param", lock_params, "key=value (repeatable)");
+    lock_update->add_option("--db", lock_db, "tuning database")->default_str(lock_db);
+    lock_update->add_option("--lock", lock_path, "the lockfile")->default_str(lock_path);
+    lock_update->add_option("--target", lock_target, "the target the kernel is built for")
+        ->default_str(lock_target);
+    lock_cmd->require_subcommand(1);
+
     add_db_commands(app);
 
     CLI11_PARSE(app, argc, argv);
@@ -249,6 +267,13 @@ int main(int argc, char **argv) {
             std::signal(SIGTERM, on_interrupt);
             autotune::TuneResult r = autotune::tune(tune, std::cout, std::cerr);
             return r.interrupted ? 130 : 0;
+        }
+        if (*lock_update) {
+            std::map<std::string, std::string> params;
+            for (const std::string &p : lock_params)
+                add_param(params, p);
+            return run_generator_lock_update(lock_exe, lock_generator, lock_shapes, params, lock_db,
+                                             lock_path, lock_target);
         }
         if (*compile_cmd) {
             emit.shape = shape_of(emit.op, emit_shape);
