@@ -155,6 +155,18 @@ TEST(ShapeDispatch, TunedShapesDispatchFromTheDatabaseAndThenFromTheLockfileAlon
     EXPECT_THAT(c.output, HasSubstr("40x24 ran 40x24 code 0 wrong 0"));
     EXPECT_THAT(c.output, HasSubstr("33x17 ran generic code 0 wrong 0"));
 
+    // A lockfile that holds another schedule than the database's best: the database wins and
+    // the header says to update the lockfile.
+    nlohmann::json other = locked;
+    other["kernels"]["brighten[offset=1]"]["64x48"]["schedule"]["directives"] =
+        nlohmann::json::array();
+    std::string other_lock = tmp / "other.lock.json";
+    std::ofstream(other_lock) << other.dump(2);
+    Ran o = run(build_command(tmp / "other", db, other_lock));
+    ASSERT_EQ(o.status, 0) << o.output;
+    EXPECT_THAT(read_text(tmp / "other/brighten.h"),
+                HasSubstr("; " + other_lock + " holds another schedule: run `kiln lock update`"));
+
     // Without the database: the lockfile's schedules, the same lowered code.
     std::filesystem::remove(db);
     std::string from_lock = tmp / "from_lock";
@@ -169,6 +181,16 @@ TEST(ShapeDispatch, TunedShapesDispatchFromTheDatabaseAndThenFromTheLockfileAlon
     ASSERT_EQ(c2.status, 0) << c2.output;
     EXPECT_THAT(c2.output, HasSubstr("64x48 ran 64x48 code 0 wrong 0"));
     EXPECT_THAT(c2.output, HasSubstr("33x17 ran generic code 0 wrong 0"));
+}
+
+TEST(ShapeDispatch, LockUpdateWithoutADatabaseSaysToTuneFirst) {
+    TempDir tmp;
+    Ran u = run(std::string(KILN_CLI_PATH) + " lock update --generator " + KILN_TEST_GENERATORS +
+                " brighten --shape 64x48 --db " + tmp / "none.db" + " --lock " + tmp / "l.json");
+    EXPECT_EQ(u.status, 1);
+    EXPECT_THAT(u.output, HasSubstr("error: kiln lock update: the database " + tmp / "none.db" +
+                                    " does not exist; tune first with `kiln tune --generator "));
+    EXPECT_FALSE(std::filesystem::exists(tmp / "l.json"));
 }
 
 TEST(ShapeDispatch, AShapeWithoutARecordFallsBackToTheHandScheduleAndSaysWhy) {
