@@ -235,7 +235,10 @@ public:
             bool param = false;
             for (const LoweredArgument &a : f.args)
                 param |= a.kind == LoweredArgument::Scalar && a.name == u;
-            if (!param) ctx.check_all_used(o.generator);
+            if (!param)
+                user_error("generator '", o.generator, "' has no parameter '", u,
+                           "': it does not read it and has no scalar Param of that name (check "
+                           "the spelling in PARAMS)");
         }
         return f;
     }

@@ -253,6 +253,37 @@ TEST(ShapeDispatch, ADatabaseOfAnotherTargetIsAnErrorNamingBothKeys) {
                                     wanted + "' (a database from another machine or target"));
 }
 
+TEST(ShapeDispatch, ADatabaseScheduleThatDoesNotReplayIsAnErrorNamingTheShape) {
+    TempDir tmp;
+    std::string db = tmp / "kiln.db";
+    {
+        autotune::GeneratorSpec spec{"brighten", {{"offset", "1"}}};
+        const apps::Operator &op = autotune::generator_operator(spec);
+        auto d = tuning_db::Database::open(db);
+        int64_t w = d.workload_id(autotune::workload_key(op, {64, 48}));
+        int64_t t = d.target_id(autotune::target_key(Target::host(), autotune::default_threads()));
+        int64_t run_id = d.create_run(w, t, "random", 1, 1, 0, "{}");
+        ScheduleTrace stale;
+        stale.algorithm_hash = 1;
+        int64_t c = d.config_id("h", "{}", stale.to_json_string());
+        d.record_measurement({run_id, w, t, c, tuning_db::Status::ok, {1.0}, 1.0, 0, 1, ""});
+    }
+    Ran b = run(build_command(tmp / "out", db, ""));
+    EXPECT_EQ(b.status, 1);
+    EXPECT_THAT(b.output, HasSubstr("error: the database's best schedule of brighten[offset=1] "
+                                    "at 64x48 does not replay on the generator ("));
+    EXPECT_THAT(b.output, HasSubstr("); re-tune with `kiln tune --generator "));
+}
+
+TEST(ShapeDispatch, AParameterTheGeneratorDoesNotHaveIsAnError) {
+    TempDir tmp;
+    Ran b = run(build_command(tmp / "out", "", tmp / "l.json") + " ofset=2");
+    EXPECT_EQ(b.status, 1);
+    EXPECT_THAT(b.output, HasSubstr("error: generator 'brighten' has no parameter 'ofset': it does "
+                                    "not read it and has no scalar Param of that name (check the "
+                                    "spelling in PARAMS)"));
+}
+
 TEST(ShapeDispatch, AShapeThatDoesNotFitTheOutputIsAnError) {
     TempDir tmp;
     Ran b = run(build_command(tmp / "out", "", tmp / "kiln.lock.json", "64x48,8x8x3"));
