@@ -1,5 +1,6 @@
 /* Calls the shape-dispatched kernel scale_by_shape(gain, in, out) at its two shapes and at a
- * third: each must run its own variant ("45x7", "16x16", "generic") and compute in * gain + 1.
+ * third, through both entry points: each must run its own variant ("45x7", "16x16", "generic")
+ * and compute in * gain + 1.
  * Prints "shape kernel: ok" on success. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +8,7 @@
 
 #include "kiln_test_shapes.h"
 
-static int run(int w, int h, const char *expected) {
+static int run(int w, int h, const char *expected, int through_argv) {
     float *in = malloc(sizeof(float) * w * h), *out = malloc(sizeof(float) * w * h);
     kiln_dimension_t din[2] = {{0, 0, 1, 0}, {0, 0, 0, 0}}, dout[2];
     kiln_buffer_t bin, bout;
@@ -28,7 +29,17 @@ static int run(int w, int h, const char *expected) {
     bin.dimensions = bout.dimensions = 2;
     bin.dim = din;
     bout.dim = dout;
-    code = scale_by_shape(2.0f, &bin, &bout);
+    if (through_argv) {
+        float gain = 2.0f;
+        kiln_buffer_t *pin = &bin, *pout = &bout;
+        void *args[3];
+        args[0] = &gain;
+        args[1] = &pin;
+        args[2] = &pout;
+        code = scale_by_shape_argv(args);
+    } else {
+        code = scale_by_shape(2.0f, &bin, &bout);
+    }
     for (i = 0; code == 0 && i < w * h; i++)
         wrong += out[i] != in[i] * 2.0f + 1.0f;
     printf("%dx%d: ran %s, code %d, %d wrong\n", w, h, kiln_last_shape_variant(), code, wrong);
@@ -38,7 +49,9 @@ static int run(int w, int h, const char *expected) {
 }
 
 int main(void) {
-    int failures = run(45, 7, "45x7") + run(16, 16, "16x16") + run(20, 3, "generic");
+    int failures = run(45, 7, "45x7", 0) + run(16, 16, "16x16", 0) + run(20, 3, "generic", 0);
+    /* The _argv entry point dispatches the same way. */
+    failures += run(16, 16, "16x16", 1) + run(20, 3, "generic", 1);
     if (failures) {
         printf("shape kernel: %d failures\n", failures);
         return 1;
