@@ -23,23 +23,26 @@
 # is run with one -t per target. The kernel is regenerated when the generator executable changes.
 #
 #   kiln_add_kernel(NAME <name> GENERATOR <generator> SHAPES 4096x4096 1920x1080
-#                   DB tuning_db/kiln.db [LOCKFILE kiln.lock.json] [TARGET t] [PARAMS k=v ...])
+#                   DB tuning_db/kiln.db [LOCKFILE kiln.lock.json] [TARGET t] [THREADS n]
+#                   [PARAMS k=v ...])
 #
 # builds one library whose entry point runs, at each call, the schedule of the output's extents:
 # for each shape the best ok record of the generator's workload (the generator with PARAMS, at
-# that shape) on this target in DB, else the LOCKFILE's schedule (kiln.lock.json, committed: a
+# that shape) on this target (and THREADS, the thread count it was tuned with; default: the
+# building machine's) in DB, else the LOCKFILE's schedule (kiln.lock.json, committed: a
 # build without the database gives the same kernel; `kiln lock update` refreshes it), else the
 # generator's own schedule; any other shape runs the generator's own schedule. The header says
 # where each came from. Relative DB and LOCKFILE paths are from the current source directory.
 include_guard(GLOBAL)
 
 function(kiln_add_kernel)
-    cmake_parse_arguments(ARG "" "NAME;GENERATOR;GENERATOR_NAME;FUNCTION_NAME;TARGET;DB;LOCKFILE"
+    cmake_parse_arguments(ARG ""
+                          "NAME;GENERATOR;GENERATOR_NAME;FUNCTION_NAME;TARGET;DB;LOCKFILE;THREADS"
                           "TARGETS;PARAMS;EMIT;SHAPES" ${ARGN})
     if(ARG_UNPARSED_ARGUMENTS)
         message(FATAL_ERROR "kiln_add_kernel: unexpected arguments '${ARG_UNPARSED_ARGUMENTS}'; "
                             "known: NAME GENERATOR GENERATOR_NAME FUNCTION_NAME TARGET TARGETS "
-                            "PARAMS EMIT SHAPES DB LOCKFILE")
+                            "PARAMS EMIT SHAPES DB LOCKFILE THREADS")
     endif()
     if(NOT ARG_NAME)
         message(FATAL_ERROR "kiln_add_kernel: NAME is required (the kernel's target and file name)")
@@ -75,6 +78,10 @@ function(kiln_add_kernel)
     if(ARG_SHAPES AND NOT (ARG_DB OR ARG_LOCKFILE))
         message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): SHAPES needs DB (the tuning database) "
                             "or LOCKFILE (kiln.lock.json) to find each shape's schedule")
+    endif()
+    if(ARG_THREADS AND NOT ARG_SHAPES)
+        message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): THREADS selects the records tuned with "
+                            "that many threads; it needs SHAPES")
     endif()
     if(ARG_SHAPES AND ARG_TARGETS)
         message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): SHAPES builds a kernel for one TARGET; "
@@ -134,6 +141,9 @@ function(kiln_add_kernel)
     if(ARG_SHAPES)
         list(JOIN ARG_SHAPES "," shapes)
         set(shape_args --shapes ${shapes})
+        if(ARG_THREADS)
+            list(APPEND shape_args --threads ${ARG_THREADS})
+        endif()
         foreach(kind DB LOCKFILE)
             if(ARG_${kind})
                 cmake_path(ABSOLUTE_PATH ARG_${kind} BASE_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})

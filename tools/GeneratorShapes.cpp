@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +36,7 @@ struct Options {
     std::vector<std::string> targets;
     std::vector<std::vector<int64_t>> shapes;
     std::map<std::string, std::string> params;
+    int threads = 0; ///< the tuning target key's threads; 0: autotune::default_threads()
     bool lock_update = false;
 };
 
@@ -48,7 +50,7 @@ Options parse(int argc, char **argv) {
             continue;
         }
         if (a == "-o" || a == "-g" || a == "-f" || a == "-n" || a == "-t" || a == "-e" ||
-            a == "--shapes" || a == "--db" || a == "--lock") {
+            a == "--shapes" || a == "--db" || a == "--lock" || a == "--threads") {
             if (i + 1 >= argc) user_error("option ", a, " needs a value");
             std::string v = argv[++i];
             if (a == "-o") o.out_dir = v;
@@ -59,6 +61,15 @@ Options parse(int argc, char **argv) {
             if (a == "-e") o.emit = v;
             if (a == "--db") o.db = v;
             if (a == "--lock") o.lock = v;
+            if (a == "--threads") {
+                char *end = nullptr;
+                long n = std::strtol(v.c_str(), &end, 10);
+                if (v.empty() || *end || n < 1 || n > 4096)
+                    user_error("--threads ", v,
+                               ": the thread count the shapes were tuned with, a positive "
+                               "integer (kiln tune --threads)");
+                o.threads = int(n);
+            }
             if (a == "--shapes") {
                 std::stringstream s(v);
                 std::string item;
@@ -70,8 +81,8 @@ Options parse(int argc, char **argv) {
         size_t eq = a.find('=');
         if (eq == std::string::npos || eq == 0 || a[0] == '-')
             user_error("unexpected argument '", a,
-                       "'; expected an option (-o, -g, -f, -n, -t, -e, --shapes, --db, --lock) or "
-                       "key=value");
+                       "'; expected an option (-o, -g, -f, -n, -t, -e, --shapes, --db, --lock, "
+                       "--threads) or key=value");
         std::string key = a.substr(0, eq);
         if (!o.params.emplace(key, a.substr(eq + 1)).second)
             user_error("generator parameter '", key, "' is given twice");
@@ -117,7 +128,8 @@ public:
     explicit ShapeBuilder(const Options &o)
         : o(o), target(Target::parse(o.targets[0])), spec{o.generator, o.params},
           op(autotune::generator_operator(spec)),
-          key(autotune::target_key(target, autotune::default_threads())) {
+          key(autotune::target_key(target,
+                                   o.threads > 0 ? o.threads : autotune::default_threads())) {
         if (!o.lock.empty() && std::filesystem::exists(o.lock)) {
             std::ifstream in(o.lock);
             try {
@@ -139,6 +151,7 @@ public:
             c += " --shape " + apps::shape_to_string(shape);
         for (const auto &[k, v] : o.params)
             c += " --param " + k + "=" + v;
+        if (o.threads > 0) c += " --threads " + std::to_string(o.threads);
         return c + " --db " + (o.db.empty() ? "tuning_db/kiln.db" : o.db) + " --lock " + o.lock;
     }
 
@@ -361,7 +374,7 @@ int run_generator_lock_update(const std::string &exe, const std::string &generat
                               const std::vector<std::string> &shapes,
                               const std::map<std::string, std::string> &params,
                               const std::string &db, const std::string &lock,
-                              const std::string &target) {
+                              const std::string &target, int threads) {
     if (access(exe.c_str(), X_OK) != 0)
         runtime_error("--generator ", exe, ": ", std::strerror(errno),
                       "; give the path of a generator executable (linked with kiln::generator)");
@@ -374,6 +387,10 @@ int run_generator_lock_update(const std::string &exe, const std::string &generat
                                      "--db",     db,
                                      "--lock",   lock,
                                      "-t",       target};
+    if (threads > 0) {
+        args.push_back("--threads");
+        args.push_back(std::to_string(threads));
+    }
     for (const auto &[k, v] : params)
         args.push_back(k + "=" + v);
     std::vector<char *> argv;

@@ -193,6 +193,9 @@ int main(int argc, char **argv) {
     lock_update->add_option("--lock", lock_path, "the lockfile")->default_str(lock_path);
     lock_update->add_option("--target", lock_target, "the target the kernel is built for")
         ->default_str(lock_target);
+    int lock_threads = 0;
+    lock_update->add_option("--threads", lock_threads,
+                            "the thread count the shapes were tuned with (default: all cores)");
     lock_cmd->require_subcommand(1);
 
     add_db_commands(app);
@@ -273,7 +276,7 @@ int main(int argc, char **argv) {
             for (const std::string &p : lock_params)
                 add_param(params, p);
             return run_generator_lock_update(lock_exe, lock_generator, lock_shapes, params, lock_db,
-                                             lock_path, lock_target);
+                                             lock_path, lock_target, lock_threads);
         }
         if (*compile_cmd) {
             emit.shape = shape_of(emit.op, emit_shape);

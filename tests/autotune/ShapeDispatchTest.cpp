@@ -293,6 +293,24 @@ TEST(ShapeDispatch, AShapeThatDoesNotFitTheOutputIsAnError) {
                                     "list 2 extents per shape in SHAPES"));
 }
 
+TEST(ShapeDispatch, ThreadsSelectTheRecordsTunedWithThatManyThreads) {
+    TempDir tmp;
+    std::string db = tmp / "kiln.db";
+    Ran t = run(tune(db, "40x24") + " --threads 1");
+    ASSERT_EQ(t.status, 0) << t.output;
+    Ran one = run(build_command(tmp / "one", db, "", "40x24") + " --threads 1");
+    ASSERT_EQ(one.status, 0) << one.output;
+    EXPECT_THAT(read_text(tmp / "one/brighten.h"), HasSubstr(" threads=1 kiln "));
+    Ran other = run(build_command(tmp / "three", db, "", "40x24") + " --threads 3");
+    EXPECT_EQ(other.status, 1);
+    EXPECT_THAT(other.output, HasSubstr("only for the target key(s) '"));
+    EXPECT_THAT(other.output, HasSubstr(" threads=3 kiln "));
+    Ran bad = run(build_command(tmp / "bad", db, "", "40x24") + " --threads 0");
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_THAT(bad.output, HasSubstr("error: --threads 0: the thread count the shapes were tuned "
+                                      "with, a positive integer (kiln tune --threads)"));
+}
+
 TEST(ShapeDispatch, SeveralTargetsAreRefused) {
     TempDir tmp;
     Ran b = run(build_command(tmp / "out", "", tmp / "l.json") + " -t x86-64-v3 -t host");
