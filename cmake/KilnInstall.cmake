@@ -10,7 +10,10 @@
 # (kiln_tuning_db, kiln_tuning_db_apply) link (transitively), each exported as
 # kiln::<name without the kiln_ prefix>, with the headers of its source folder under
 # include/kiln/<folder>. The imported targets they link (OpenMP, ...) become find_dependency()
-# calls in kilnConfig.cmake; LLVM's shared library is imported from LLVM's own target file.
+# calls in kilnConfig.cmake (XGBoost, which has no CMake package on Debian, is found there with
+# find_library into the imported target xgboost::xgboost); LLVM's shared library is imported
+# from LLVM's own target file. No library is linked by its absolute path, so the exported
+# targets name no path of the build machine.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -50,6 +53,12 @@ function(_kiln_install_closure out_targets out_imported)
         foreach(l IN LISTS libs ilibs)
             if(l AND NOT l MATCHES "-NOTFOUND$")
                 list(APPEND todo ${l})
+            endif()
+            # A library linked by its path would be exported with this machine's path in it.
+            if(l AND IS_ABSOLUTE "${l}")
+                message(WARNING "kiln install: ${t} links '${l}' by its path, which the "
+                                "installed targets would carry to other machines; link an "
+                                "imported target instead (see xgboost::xgboost)")
             endif()
         endforeach()
     endwhile()
@@ -108,6 +117,7 @@ endforeach()
 set(KILN_CONFIG_DEPENDENCIES "")
 set(_kiln_packages)
 set(_kiln_llvm_import "")
+set(_kiln_xgboost_import "")
 foreach(t IN LISTS _kiln_imported)
     if(t MATCHES "^OpenMP::")
         list(APPEND _kiln_packages "OpenMP")
@@ -125,6 +135,29 @@ foreach(t IN LISTS _kiln_imported)
         list(APPEND _kiln_packages "OpenCL")
     elseif(t MATCHES "^Threads::")
         list(APPEND _kiln_packages "Threads")
+    elseif(t STREQUAL "xgboost::xgboost")
+        # The tuner's cost model. Debian's libxgboost-dev has no CMake package: find the library
+        # where the user's machine has it (the build's directory is only a hint).
+        get_target_property(_kiln_xgb_location xgboost::xgboost IMPORTED_LOCATION)
+        if(_kiln_xgb_location)
+            get_filename_component(_kiln_xgb_hint "${_kiln_xgb_location}" DIRECTORY)
+        else()
+            set(_kiln_xgb_hint "")
+        endif()
+        string(APPEND _kiln_xgboost_import
+               "if(NOT TARGET xgboost::xgboost)\n"
+               "    find_library(KILN_XGBOOST_LIBRARY NAMES xgboost HINTS \"${_kiln_xgb_hint}\")\n"
+               "    if(NOT KILN_XGBOOST_LIBRARY)\n"
+               "        set(kiln_FOUND FALSE)\n"
+               "        set(kiln_NOT_FOUND_MESSAGE \"kiln's tuner (kiln::autotune) links XGBoost, "
+               "and libxgboost was not found: install it (Debian: libxgboost-dev) or set "
+               "KILN_XGBOOST_LIBRARY to the library's path\")\n"
+               "        return()\n"
+               "    endif()\n"
+               "    add_library(xgboost::xgboost UNKNOWN IMPORTED)\n"
+               "    set_target_properties(xgboost::xgboost PROPERTIES IMPORTED_LOCATION "
+               "\"\${KILN_XGBOOST_LIBRARY}\")\n"
+               "endif()\n")
     elseif(t STREQUAL "LLVM")
         # Only the shared libLLVM is linked: import LLVM's target file, not LLVMConfig.cmake,
         # whose find_package(LibEdit) compiles a C test and fails in a project without C
@@ -145,7 +178,7 @@ list(REMOVE_DUPLICATES _kiln_packages)
 foreach(p IN LISTS _kiln_packages)
     string(APPEND KILN_CONFIG_DEPENDENCIES "find_dependency(${p})\n")
 endforeach()
-string(APPEND KILN_CONFIG_DEPENDENCIES "${_kiln_llvm_import}")
+string(APPEND KILN_CONFIG_DEPENDENCIES "${_kiln_xgboost_import}${_kiln_llvm_import}")
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kilnConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/kilnConfig.cmake

@@ -32,6 +32,19 @@ foreach(f lib/cmake/kiln/kilnConfig.cmake lib/cmake/kiln/KilnKernel.cmake
     endif()
 endforeach()
 
+# The exported targets name no library by this machine's path (XGBoost is the imported target
+# xgboost::xgboost that kilnConfig.cmake finds), so the install works on another machine.
+file(STRINGS ${prefix}/lib/cmake/kiln/kilnTargets.cmake link_lines REGEX "INTERFACE_LINK_LIBRARIES")
+foreach(line IN LISTS link_lines)
+    if(line MATCHES "\"/|;/")
+        message(FATAL_ERROR "the exported targets link a library by its path:\n${line}")
+    endif()
+endforeach()
+file(READ ${prefix}/lib/cmake/kiln/kilnConfig.cmake config_text)
+if(NOT config_text MATCHES "add_library\\(xgboost::xgboost UNKNOWN IMPORTED\\)")
+    message(FATAL_ERROR "kilnConfig.cmake does not import xgboost::xgboost:\n${config_text}")
+endif()
+
 set(configure_args -S ${PROJECT_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
 if(C_COMPILER)
