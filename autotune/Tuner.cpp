@@ -104,6 +104,10 @@ int default_threads() {
     return std::max(1u, std::thread::hardware_concurrency());
 }
 
+bool is_transient_failure(Status s) {
+    return s == Status::timeout || s == Status::crash || s == Status::runtime_error;
+}
+
 namespace {
 
 /// This process's start time in clock ticks since boot (/proc/self/stat field 22), which with the
@@ -168,6 +172,31 @@ std::vector<int64_t> checked_shape(const apps::Operator &op, const std::vector<i
     return shape;
 }
 
+/// What the database holds for one config on the tuned workload and target.
+struct Attempts {
+    bool ok = false;       ///< an ok measurement
+    bool final = false;    ///< a deterministic failure (compile_error, wrong_answer)
+    int transient = 0;     ///< timeouts, crashes and runtime errors, over every run
+    std::set<int64_t> ids; ///< the measurements counted
+    int64_t latest_id = 0; ///< the newest of them
+    Status latest = Status::ok;
+    /// Not to be measured again by any run.
+    bool settled() const { return ok || final || transient >= max_transient_attempts; }
+    void add(int64_t id, Status s) {
+        if (!ids.insert(id).second) return;
+        if (s == Status::ok)
+            ok = true;
+        else if (is_transient_failure(s))
+            transient++;
+        else
+            final = true;
+        if (id > latest_id) {
+            latest_id = id;
+            latest = s;
+        }
+    }
+};
+
 struct Candidate {
     enum class Kind { search, default_schedule, hand_schedule, remeasure };
     Kind kind = Kind::search;
@@ -217,14 +246,37 @@ public:
 
 private:
     // --- the strategy's view --------------------------------------------------------------------
+    /// In flight, measured by this invocation, or settled by the database: a config whose
+    /// transient failures are fewer than max_transient_attempts is not known, so it is retried
+    /// (once per invocation, under this invocation's limits).
     bool known(const std::string &hash) {
-        if (in_flight.count(hash)) return true;
-        if (db_known.count(hash)) return true;
-        if (db.find_measurement(workload_id, target_id, hash)) {
-            db_known.insert(hash);
+        if (in_flight.count(hash) || tried.count(hash)) return true;
+        return settled(hash);
+    }
+
+    /// Whether the database settles the config (Attempts::settled). One indexed lookup; the
+    /// attempts are counted again from the history when another process recorded one since.
+    bool settled(const std::string &hash) {
+        auto it = attempts.find(hash);
+        if (it != attempts.end() && it->second.settled()) return true;
+        std::optional<tuning_db::Measurement> m = db.find_measurement(workload_id, target_id, hash);
+        if (!m) return false;
+        if (m->status == Status::ok) {
+            attempts[hash].ok = true;
             return true;
         }
-        return false;
+        if (it == attempts.end() || !it->second.ids.count(m->id)) {
+            load_attempts();
+            it = attempts.find(hash);
+        }
+        return it != attempts.end() && it->second.settled();
+    }
+
+    /// Counts every measurement of the workload on the target, per config.
+    void load_attempts() {
+        attempts.clear();
+        for (const tuning_db::Measurement &m : db.history(workload_id, target_id))
+            attempts[m.config_hash].add(m.id, m.status);
     }
 
     std::optional<std::vector<float>> features(const Config &c) {
@@ -311,7 +363,9 @@ private:
     Clock::time_point start = Clock::now(), last_progress = Clock::now() - std::chrono::hours(1);
     ProposalContext ctx{space, nullptr, nullptr};
 
-    std::set<std::string> in_flight, db_known;
+    std::set<std::string> in_flight;
+    std::set<std::string> tried;              ///< recorded by this invocation: not again
+    std::map<std::string, Attempts> attempts; ///< the database's measurements, per config hash
     std::map<std::string, std::optional<std::vector<float>>> feature_cache;
     std::deque<Candidate> queue;
     std::vector<Slot> slots;
@@ -336,9 +390,10 @@ void Tuner::record(const Candidate &c, Status status, const std::vector<double> 
     m.spread_ms = spread;
     m.compile_ms = compile_ms;
     m.error = error;
-    db.record_measurement(m);
+    int64_t id = db.record_measurement(m);
     in_flight.erase(c.hash);
-    db_known.insert(c.hash);
+    tried.insert(c.hash);
+    attempts[c.hash].add(id, status);
     result.recorded++;
     result.per_status[tuning_db::to_string(status)]++;
     bool ok = status == Status::ok;
@@ -491,6 +546,10 @@ void Tuner::handle_death(Slot &s) {
     std::string why = s.worker->death_description();
     bool measuring = s.state == Slot::State::measuring, building = s.state == Slot::State::building;
     if (measuring || building) {
+        // The tuner kills a worker only on a deadline (recorded as a timeout, not here): a
+        // SIGKILL seen here came from outside. A crash is transient either way: retried later.
+        if (s.worker->died_by_signal() && why.rfind("worker killed by signal 9 ", 0) == 0)
+            why.insert(why.find(')') + 1, " from outside the tuner (the OOM killer or a kill)");
         record(s.cand, Status::crash, {}, 0, 0, s.compile_ms,
                why + (building ? " while compiling" : " while running the candidate"));
     } else if (s.state == Slot::State::built) {
@@ -637,12 +696,24 @@ void Tuner::baselines() {
                 << " schedule of '" << op.name << "' does not apply: " << e.what() << "\n";
             continue;
         }
-        if (auto m = db.find_measurement(workload_id, target_id, c.hash)) {
-            if (m->status == Status::ok) {
-                (kind == Candidate::Kind::default_schedule ? result.default_ms : result.hand_ms) =
-                    m->median_ms;
-                if (!best_ms || m->median_ms < *best_ms) best_ms = m->median_ms;
-            }
+        auto m = db.find_measurement(workload_id, target_id, c.hash);
+        if (m && m->status == Status::ok) {
+            (kind == Candidate::Kind::default_schedule ? result.default_ms : result.hand_ms) =
+                m->median_ms;
+            if (!best_ms || m->median_ms < *best_ms) best_ms = m->median_ms;
+            continue;
+        }
+        // Measured again after a transient failure (under this invocation's limits), unless it
+        // failed deterministically or max_transient_attempts times.
+        if (settled(c.hash)) {
+            const Attempts &a = attempts[c.hash];
+            if (opt.progress)
+                err << "the " << (kind == Candidate::Kind::hand_schedule ? "hand" : "default")
+                    << " schedule is not measured again: "
+                    << (a.final ? std::string("it failed with ") + tuning_db::to_string(a.latest)
+                                : "it failed " + std::to_string(a.transient) +
+                                      " times (timeout, crash or runtime_error)")
+                    << " on this target\n";
             continue;
         }
         in_flight.insert(c.hash);
@@ -697,6 +768,7 @@ TuneResult Tuner::run() {
         }
     }
     if (auto b = db.best(workload_id, target_id)) best_ms = b->measurement.median_ms;
+    load_attempts();
 
     for (int i = 0; i < opt.jobs; i++) {
         slots.emplace_back();

@@ -12,9 +12,13 @@
 // is replaced and the job goes on.
 //
 // Resume (on by default): the latest unfinished run of the same workload, target and strategy is
-// continued: its strategy state is restored, and any config that already has a measurement for
-// this workload and target (from any run) is never measured again. With budget_across_runs the
-// trial budget counts the trials of the resumed run too.
+// continued: its strategy state is restored. Whether or not it resumes, a config is not measured
+// again once the database holds, for this workload and target (from any run), an ok measurement,
+// a deterministic failure (compile_error, wrong_answer) or max_transient_attempts transient ones
+// (timeout, crash, runtime_error); a config with fewer transient failures is measured again, under
+// this invocation's limits, when the strategy proposes it (the baselines: at every start). One
+// invocation measures a config at most once (re-measurements of the best aside). With
+// budget_across_runs the trial budget counts the trials of the resumed run too.
 #pragma once
 
 #include <atomic>
@@ -31,6 +35,16 @@
 #include "tuning_db/TuningDB.h"
 
 namespace kiln::autotune {
+
+/// How many transient failures (timeout, crash, runtime_error) of one config on one workload and
+/// target, counted over every run, make the tuner stop trying it. The target key names the kiln
+/// and LLVM versions, so a new version tries every config again.
+constexpr int max_transient_attempts = 3;
+
+/// Whether a failure may go away on another try (timeout, crash, runtime_error: a loaded machine,
+/// a worker killed from outside, a short limit) rather than being a property of the config on
+/// this kiln version (compile_error, wrong_answer). False for ok.
+bool is_transient_failure(tuning_db::Status s);
 
 /// This machine as a tuning target, with the threads kernels run with.
 tuning_db::TargetKey host_target_key(int threads);
