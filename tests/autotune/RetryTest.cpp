@@ -6,9 +6,17 @@
 
 #include "tests/autotune/TempDir.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autotune/Tuner.h"
@@ -56,7 +64,78 @@ attempts(const std::string &db_path, const std::string &op, int64_t run_id = 0) 
     return out;
 }
 
+/// The kiln-worker processes that are children of this process.
+std::vector<pid_t> worker_children() {
+    std::vector<pid_t> out;
+    for (const auto &e : std::filesystem::directory_iterator("/proc")) {
+        std::string name = e.path().filename();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream f(e.path() / "stat");
+        std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        size_t close = text.rfind(')'), open = text.find('(');
+        if (close == std::string::npos || open == std::string::npos) continue;
+        std::istringstream rest(text.substr(close + 2));
+        std::string state;
+        pid_t ppid = 0;
+        rest >> state >> ppid;
+        if (ppid == getpid() && text.substr(open + 1, close - open - 1) == "kiln-worker")
+            out.push_back(pid_t(std::stoi(name)));
+    }
+    return out;
+}
+
 } // namespace
+
+TEST(TunerRetry, AWorkerKilledFromOutsideIsACrashSaidSoAndRetried) {
+    TempDir dir;
+    std::string db = dir / "k.db";
+    // One worker, one candidate that runs for hours: the test kills the worker (as the OOM killer
+    // would) while it builds or runs the candidate.
+    TuneOptions o = options("test_hang", {4, 1 << 20}, db);
+    o.jobs = 1;
+    o.baselines = false;
+    o.first_timeout_s = 120;
+    o.timeout_s = 120;
+    std::atomic<bool> stop{false};
+    o.stop = &stop;
+    std::ostringstream out, err;
+    TuneResult r;
+    std::thread t([&] { r = tune(o, out, err); });
+    std::vector<pid_t> workers;
+    for (int i = 0; i < 600 && workers.empty(); i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        workers = worker_children();
+    }
+    if (workers.size() != 1u) {
+        stop = true;
+        t.join();
+        FAIL() << workers.size() << " worker processes";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500)); // the build request is sent
+    kill(workers[0], SIGKILL);
+    t.join();
+    EXPECT_EQ(r.per_status["crash"], 1) << err.str();
+    auto d = tuning_db::Database::open_existing(db);
+    auto w = d.workloads_matching("test_hang");
+    ASSERT_EQ(w.size(), 1u);
+    auto h = d.history(w[0].id, d.targets()[0].id);
+    ASSERT_EQ(h.size(), 1u);
+    EXPECT_EQ(h[0].error.rfind("worker killed by signal 9 (Killed) from outside the tuner (the OOM "
+                               "killer or a kill) while ",
+                               0),
+              0u)
+        << h[0].error;
+
+    // Transient: the next run measures the config again (here it times out: every attempt is a
+    // row).
+    TuneOptions again = options("test_hang", {4, 1 << 20}, db);
+    again.baselines = false;
+    again.timeout_s = 0.2;
+    again.first_timeout_s = 0.2;
+    tune(again, out, err);
+    auto after = attempts(db, "test_hang");
+    EXPECT_EQ(after[h[0].config_hash], (std::vector<std::string>{"crash", "timeout"}));
+}
 
 TEST(TunerRetry, BaselinesThatTimedOutAreMeasuredByTheNextRun) {
     TempDir dir;
