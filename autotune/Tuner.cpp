@@ -131,13 +131,10 @@ std::string host_name() {
     return buf;
 }
 
-/// Whether the process recorded as a run's owner is still running (on this host).
-bool owner_alive(const json &owner) {
-    if (!owner.is_object() || owner.value("host", "") != host_name()) return false;
-    pid_t pid = owner.value("pid", 0);
-    // This process: an earlier tune() call that has returned.
-    if (pid <= 0 || pid == getpid()) return false;
-    return process_start_ticks(pid) == owner.value("start", int64_t(-2));
+/// The seed of run `run_id` tuned with --seed `seed`: run 1 uses the seed as given, later runs
+/// another one each, so that runs with one --seed explore different configs.
+uint64_t run_seed(uint64_t seed, int64_t run_id) {
+    return seed + uint64_t(run_id - 1) * 0x9E3779B97F4A7C15ull;
 }
 
 double seconds_since(Clock::time_point t) {
@@ -734,9 +731,16 @@ TuneResult Tuner::run() {
         } catch (const json::exception &) {
             previous_state = json::object();
         }
-        if (previous_state.is_object() && owner_alive(previous_state.value("owner", json()))) {
-            err << "run " << previous->id << " is being tuned by process "
-                << previous_state["owner"].value("pid", 0) << "; starting another run\n";
+    }
+    // Taking the run over is an atomic claim in the database: of two tuners resuming it at once,
+    // exactly one gets it; the other starts its own run.
+    std::optional<tuning_db::RunOwner> taken_by;
+    int64_t taken_run = 0;
+    if (previous) {
+        tuning_db::RunClaim claim = db.claim_run(previous->id);
+        if (!claim.claimed) {
+            if (!claim.finished) taken_by = claim.holder.value_or(tuning_db::RunOwner{});
+            taken_run = previous->id;
             previous.reset();
         }
     }
@@ -758,6 +762,15 @@ TuneResult Tuner::run() {
     } else {
         run_id = db.create_run(workload_id, target_id, opt.strategy, int64_t(opt.seed), opt.trials,
                                opt.time_s, run_state().dump());
+        // Seeded by run: two runs with one --seed must not propose (and measure) the same
+        // configs. Run 1 keeps the seed as given.
+        strategy = make_strategy(opt.strategy, run_seed(opt.seed, run_id));
+        db.update_run_state(run_id, run_state().dump(), 0, 0);
+        if (taken_run)
+            err << "run " << taken_run
+                << (taken_by ? " is being resumed by pid " + std::to_string(taken_by->pid)
+                             : std::string(" was finished meanwhile"))
+                << "; starting run " << run_id << "\n";
     }
     result.run_id = run_id;
     if (opt.budget_across_runs) {

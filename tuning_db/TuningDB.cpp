@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <set>
 #include <sstream>
@@ -123,9 +125,24 @@ ALTER TABLE tuning_runs ADD COLUMN uuid TEXT;
 UPDATE tuning_runs SET uuid = lower(hex(randomblob(16))) WHERE uuid IS NULL;
 CREATE UNIQUE INDEX runs_uuid ON tuning_runs (uuid);
 )sql",
+    // Version 3: a run's owner (the process tuning it: pid, host, process start time), set
+    // atomically by create_run and claim_run so that two tuners never resume the same run.
+    // Backfilled from the owner an older kiln kept in state_json.
+    R"sql(
+ALTER TABLE tuning_runs ADD COLUMN owner_pid INTEGER;
+ALTER TABLE tuning_runs ADD COLUMN owner_host TEXT;
+ALTER TABLE tuning_runs ADD COLUMN owner_start INTEGER;
+UPDATE tuning_runs SET owner_pid = json_extract(state_json, '$.owner.pid'),
+                       owner_host = json_extract(state_json, '$.owner.host'),
+                       owner_start = json_extract(state_json, '$.owner.start')
+    WHERE json_valid(state_json) AND json_type(state_json, '$.owner') = 'object';
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Database::schema_version,
               "one migration script per schema version");
+// The oldest schema version read commands open as it is: later versions only added columns that
+// no read query selects (the run owner, version 3).
+constexpr int64_t kOldestReadableVersion = 2;
 
 struct StmtDeleter {
     void operator()(sqlite3_stmt *s) const noexcept { sqlite3_finalize(s); }
@@ -514,10 +531,11 @@ Database Database::open_database(const std::string &path, bool read_only) {
             if (!q.step() || q.null(0)) db.fail_user("the schema_version table is empty");
             return std::optional<int64_t>(q.i64(0));
         });
-        if (*v > schema_version || *v < schema_version)
+        if (*v > schema_version || *v < kOldestReadableVersion)
             db.fail_user(detail::str(
                 "schema version ", *v, *v > schema_version ? " is newer" : " is older",
-                " than version ", schema_version, " that this build of kiln reads; ",
+                " than version ", *v > schema_version ? schema_version : kOldestReadableVersion,
+                " that this build of kiln reads; ",
                 *v > schema_version ? "use a newer kiln"
                                     : "a write command (`kiln tune`, `kiln db import`) migrates it "
                                       "first; read commands never change the file"));
@@ -580,6 +598,42 @@ Database Database::open_database(const std::string &path, bool read_only) {
         });
     }
     return Database(std::move(impl));
+}
+
+// --- run owners ----------------------------------------------------------------------------------
+
+namespace {
+/// A process's start time in clock ticks since boot (/proc/PID/stat field 22), -1 when there is
+/// no such process. With the pid it identifies a process even after pid reuse.
+int64_t process_start_ticks(int64_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    size_t close = text.rfind(')');
+    if (close == std::string::npos || close + 2 > text.size()) return -1;
+    std::istringstream rest(text.substr(close + 2));
+    std::string field;
+    for (int i = 3; i <= 22 && rest >> field; i++) {
+        if (i == 22) return std::stoll(field);
+    }
+    return -1;
+}
+} // namespace
+
+RunOwner RunOwner::this_process() {
+    RunOwner me;
+    me.pid = int64_t(getpid());
+    char buf[256] = {};
+    gethostname(buf, sizeof buf - 1);
+    me.host = buf;
+    me.start = process_start_ticks(me.pid);
+    return me;
+}
+
+bool RunOwner::alive() const {
+    // Another host's process cannot be checked from here: treated as gone, so that a run copied
+    // to (or shared with) another machine can be resumed there.
+    if (pid <= 0 || host != this_process().host) return false;
+    return process_start_ticks(pid) == start;
 }
 
 // --- keys ----------------------------------------------------------------------------------------
@@ -935,13 +989,45 @@ int64_t Database::create_run(int64_t workload_id, int64_t target_id, const std::
         if (!t.bind(target_id).step())
             db.fail_user(detail::str("create_run: no target with id ", target_id));
         int64_t now = now_us();
+        RunOwner me = RunOwner::this_process();
         Query(db, "INSERT INTO tuning_runs (uuid, workload_id, target_id, strategy, seed, "
-                  "budget_trials, budget_seconds, state_json, started_us, updated_us) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                  "budget_trials, budget_seconds, state_json, started_us, updated_us, owner_pid, "
+                  "owner_host, owner_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             .bind(random_uuid(), workload_id, target_id, strategy, seed, budget_trials,
-                  budget_seconds, state_json, now, now)
+                  budget_seconds, state_json, now, now, me.pid, me.host, me.start)
             .run();
         return int64_t(sqlite3_last_insert_rowid(db.db));
+    });
+}
+
+RunClaim Database::claim_run(int64_t run_id, const RunOwner &me) {
+    Impl &db = *impl_;
+    return db.write("claiming a tuning run", [&] {
+        RunClaim claim;
+        {
+            Query q(db, "SELECT finished_us IS NOT NULL, owner_pid, owner_host, owner_start "
+                        "FROM tuning_runs WHERE id = ?");
+            if (!q.bind(run_id).step())
+                db.fail_user(detail::str("claim_run: no tuning run with id ", run_id));
+            claim.finished = q.i64(0) != 0;
+            if (!q.null(1)) {
+                RunOwner holder;
+                holder.pid = q.i64(1);
+                holder.host = q.null(2) ? std::string() : q.text(2);
+                holder.start = q.null(3) ? -1 : q.i64(3);
+                claim.holder = holder;
+            }
+        }
+        if (claim.finished) return claim;
+        bool same = claim.holder && claim.holder->pid == me.pid && claim.holder->host == me.host &&
+                    claim.holder->start == me.start;
+        if (claim.holder && !same && claim.holder->alive()) return claim;
+        Query(db, "UPDATE tuning_runs SET owner_pid = ?, owner_host = ?, owner_start = ?, "
+                  "updated_us = ? WHERE id = ?")
+            .bind(me.pid, me.host, me.start, now_us(), run_id)
+            .run();
+        claim.claimed = true;
+        return claim;
     });
 }
 

@@ -128,6 +128,26 @@ struct RunRecord {
     std::optional<int64_t> finished_us; ///< set by finish_run
 };
 
+/// The process tuning a run: pid, host name and the process's start time (clock ticks since
+/// boot), which together name one process even after its pid is reused.
+struct RunOwner {
+    int64_t pid = 0;
+    std::string host;
+    int64_t start = -1;
+    /// The calling process.
+    static RunOwner this_process();
+    /// Whether this process still runs: same host, a process with this pid and this start time.
+    /// A process on another host counts as gone.
+    bool alive() const;
+};
+
+/// What claim_run found and did.
+struct RunClaim {
+    bool claimed = false;           ///< the run is now owned by the caller
+    bool finished = false;          ///< the run is finished (never claimed)
+    std::optional<RunOwner> holder; ///< the owner before the claim (the live one when refused)
+};
+
 /// A target as stored.
 struct TargetRecord {
     int64_t id = 0;
@@ -184,7 +204,7 @@ struct ImportSummary {
 class Database {
 public:
     /// The schema version this build writes. Older databases are migrated on open.
-    static constexpr int schema_version = 2;
+    static constexpr int schema_version = 3;
     /// The export format version (export_json's "format_version").
     static constexpr int export_format_version = 1;
 
@@ -251,9 +271,16 @@ public:
                                                const TargetKey &target) const;
 
     // --- tuning runs ----------------------------------------------------------------------------
+    /// Creates a run owned by the calling process (RunOwner::this_process()).
     int64_t create_run(int64_t workload_id, int64_t target_id, const std::string &strategy,
                        int64_t seed, int64_t budget_trials, double budget_seconds,
                        const std::string &state_json);
+    /// Taking over an unfinished run, atomically: in one write transaction, reads the run's owner
+    /// and makes `me` the owner when there is none, it is `me`, or it is no longer alive
+    /// (RunOwner::alive). Of two processes claiming one run at once exactly one gets it; the
+    /// other gets claimed == false and the winner as holder. A finished run is never claimed.
+    /// Raises for an unknown run.
+    RunClaim claim_run(int64_t run_id, const RunOwner &me = RunOwner::this_process());
     /// Saves the strategy state (committed before returning). Raises for an unknown run.
     void update_run_state(int64_t run_id, const std::string &state_json, int64_t trials_done,
                           double elapsed_s);

@@ -141,6 +141,53 @@ INSERT INTO measurements VALUES (1, 1, 1, 1, 1, 'ok', '[2.0,2.1]', 2.05, 0.1, 30
     EXPECT_EQ(db.integrity_check(), "ok");
 }
 
+TEST(TuningDB, AVersion2DatabaseIsReadAsItIsAndMigratedWithItsRunOwners) {
+    ScratchDir dir;
+    std::string path = dir.file("v2.db");
+    int64_t w, t, open_run, done_run;
+    {
+        Database db = Database::open(path);
+        w = db.workload_id(test_workload());
+        t = db.target_id(test_target());
+        open_run = db.create_run(w, t, "random", 1, 0, 0, "{}");
+        done_run = db.create_run(w, t, "random", 1, 0, 0, "{}");
+        db.finish_run(done_run);
+    }
+    // What schema version 2 wrote: no owner columns; an older kiln kept the owner in state_json
+    // (here: this process, alive).
+    RunOwner me = RunOwner::this_process();
+    raw_sql(path, "ALTER TABLE tuning_runs DROP COLUMN owner_pid; "
+                  "ALTER TABLE tuning_runs DROP COLUMN owner_host; "
+                  "ALTER TABLE tuning_runs DROP COLUMN owner_start; "
+                  "UPDATE schema_version SET version = 2; "
+                  "UPDATE tuning_runs SET state_json = '{\"strategy\": {}, \"owner\": {\"pid\": " +
+                      std::to_string(me.pid) + ", \"host\": \"" + me.host + "\", \"start\": " +
+                      std::to_string(me.start) + "}}' WHERE id = " + std::to_string(open_run) +
+                      "; "
+                      "UPDATE tuning_runs SET state_json = 'not json' WHERE id = " +
+                      std::to_string(done_run) + ";");
+    ASSERT_EQ(raw_count(path, "SELECT max(version) FROM schema_version"), 2);
+    {
+        // Read commands read it as it is.
+        Database db = Database::open_existing(path);
+        EXPECT_EQ(db.runs(w).size(), 2u);
+    }
+    EXPECT_EQ(raw_count(path, "SELECT max(version) FROM schema_version"), 2);
+    // A write open migrates it; the owner recorded in state_json is the run's owner.
+    Database db = Database::open(path);
+    EXPECT_EQ(raw_count(path, "SELECT max(version) FROM schema_version"), 3);
+    EXPECT_EQ(
+        raw_count(path, "SELECT owner_pid FROM tuning_runs WHERE id = " + std::to_string(open_run)),
+        me.pid);
+    EXPECT_EQ(raw_count(path, "SELECT count(*) FROM tuning_runs WHERE owner_pid IS NULL"), 1);
+    RunClaim c = db.claim_run(open_run, RunOwner{me.pid + 1, me.host, 1});
+    EXPECT_FALSE(c.claimed); // its owner, this process, is alive
+    ASSERT_TRUE(c.holder);
+    EXPECT_EQ(c.holder->pid, me.pid);
+    EXPECT_EQ(c.holder->start, me.start);
+    EXPECT_EQ(db.integrity_check(), "ok");
+}
+
 TEST(TuningDB, OpenExistingNamesAMissingFileAndSuggestsTune) {
     ScratchDir dir;
     std::string path = dir.file("nothing.db");
