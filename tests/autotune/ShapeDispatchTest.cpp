@@ -105,7 +105,8 @@ Ran build_and_run(const TempDir &tmp, const std::string &dir) {
     std::ofstream(tmp / "main.c") << program;
     Ran cc = run(std::string(KILN_TEST_CC) + " -std=c99 -I" + dir + " -I" +
                  KILN_TEST_RUNTIME_INCLUDE_DIR + " " + tmp / "main.c" + " " + dir + "/brighten.a " +
-                 KILN_TEST_RUNTIME_LIBRARY + " -fopenmp -lm -o " + dir + "/main");
+                 KILN_TEST_RUNTIME_LIBRARY + " " KILN_TEST_LINK_FLAGS " -fopenmp -lm -o " + dir +
+                 "/main");
     if (cc.status != 0) return cc;
     return run(dir + "/main");
 }
