@@ -49,7 +49,9 @@ Expr cast(Expr e) {
 Expr operator+(Expr a, Expr b);
 Expr operator-(Expr a, Expr b);
 Expr operator*(Expr a, Expr b);
-/// Integer division rounds toward negative infinity (Euclidean); float division is IEEE.
+/// Integer division is Euclidean (lang/IR.h): it rounds toward negative infinity for b > 0 and
+/// toward positive infinity for b < 0, so that a % b is never negative; a / 0 is 0. Float division
+/// is IEEE.
 Expr operator/(Expr a, Expr b);
 /// Integer modulo is Euclidean: the result lies in [0, |b|).
 Expr operator%(Expr a, Expr b);
