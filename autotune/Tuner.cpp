@@ -331,6 +331,9 @@ private:
         return std::max(opt.timeout_s, opt.first_timeout_s);
     }
     void progress(bool final_line = false);
+    /// Whether `err` is a terminal: only then may lines start with "\r\033[K" (return, clear the
+    /// line) to overwrite the progress line. A pipe or a file gets plain lines.
+    bool err_is_terminal() const { return (&err == &std::cerr || &err == &std::clog) && isatty(2); }
     /// The run row's state: the strategy's state and the process running it, so a second tuner
     /// does not resume a run that is still being tuned.
     json run_state() const {
@@ -406,8 +409,8 @@ void Tuner::record(const Candidate &c, Status status, const std::vector<double> 
     if (!ok && opt.progress) {
         std::string e = error.substr(0, 160);
         std::replace(e.begin(), e.end(), '\n', ' ');
-        err << "\r\033[K" << tuning_db::to_string(status) << " (config " << c.hash << "): " << e
-            << "\n";
+        err << (err_is_terminal() ? "\r\033[K" : "") << tuning_db::to_string(status) << " (config "
+            << c.hash << "): " << e << "\n";
     }
 }
 
@@ -637,7 +640,7 @@ void Tuner::drive(bool search) {
 
 void Tuner::progress(bool final_line) {
     if (!opt.progress) return;
-    bool tty = isatty(2);
+    bool tty = err_is_terminal();
     if (!final_line && seconds_since(last_progress) < (tty ? 0.5 : 30.0)) return;
     last_progress = Clock::now();
     std::ostringstream s;

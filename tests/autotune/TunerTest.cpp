@@ -309,6 +309,25 @@ TEST(Tuner, SigintStopsCleanlyAndSaysHowToResume) {
     EXPECT_EQ(rows.total, runs[0].trials_done + 2); // every trial committed, baselines too
 }
 
+TEST(Tuner, StderrThatIsNotATerminalGetsNoEscapeCodes) {
+    TempDir dir;
+    // matmul 256^3 with deadlines of 1 ms: the baselines time out, each with a failure line, and
+    // the progress line is printed (no --quiet); stderr is a file.
+    std::vector<std::string> args = tune_args(dir / "k.db", 1);
+    args[1] = "matmul";
+    args[3] = "256x256x256";
+    args.back() = "--timeout"; // in place of --quiet
+    args.insert(args.end(), {"0.001", "--first-timeout", "0.001"});
+    pid_t pid = spawn_kiln(args, dir / "log");
+    int status = wait_exit(pid);
+    std::string log = read_file(dir / "log");
+    EXPECT_EQ(status, 0) << log;
+    EXPECT_NE(log.find("timeout (config "), std::string::npos) << log;
+    EXPECT_NE(log.find("[matmul 256x256x256 random] trials "), std::string::npos) << log;
+    EXPECT_EQ(log.find('\033'), std::string::npos) << log;
+    EXPECT_EQ(log.find('\r'), std::string::npos) << log;
+}
+
 TEST(Tuner, TwoConcurrentTunersOnOneDatabaseKeepEveryRow) {
     TempDir dir;
     std::string db = dir / "k.db";
