@@ -17,6 +17,7 @@
 #include "autotune/Worker.h"
 #include "driver/Generator.h"
 #include "lang/Error.h"
+#include "tools/StopSignals.h"
 
 namespace kiln {
 
@@ -68,15 +69,7 @@ autotune::TuneOptions options_from_json(const json &j) {
     return o;
 }
 
-std::atomic<bool> stop_requested{false};
 volatile pid_t tuning_child = -1;
-
-void on_interrupt(int) {
-    if (stop_requested.exchange(true)) _exit(130); // a second Ctrl-C: leave now
-    const char msg[] = "\nkiln: stopping after the measurement in flight is dropped; Ctrl-C "
-                       "again to quit at once\n";
-    (void)!write(2, msg, sizeof msg - 1);
-}
 
 /// kiln's side: the terminal's Ctrl-C reaches the child too (same process group), a SIGTERM sent
 /// to kiln is passed on.
@@ -206,11 +199,10 @@ int generator_tune_main(const char *program, const std::string &request_json) {
             o.command_operand += " --param " + k + "=" + v;
         o.worker_path = self_path();
         o.worker_args = {"--kiln-worker"};
-        o.stop = &stop_requested;
-        std::signal(SIGINT, on_interrupt);
-        std::signal(SIGTERM, on_interrupt);
+        o.stop = &tools::stop_requested;
+        tools::install_stop_handlers();
         autotune::TuneResult result = autotune::tune(o, std::cout, std::cerr);
-        return result.interrupted ? 130 : 0;
+        return result.interrupted ? tools::stop_exit_code : 0;
     } catch (const std::exception &e) {
         std::fprintf(stderr, "kiln: %s\n", e.what());
         return 1;

@@ -4,10 +4,8 @@
 // reference evaluator.
 #include <CLI/CLI.hpp>
 
-#include <atomic>
 #include <cctype>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <unistd.h>
@@ -22,6 +20,7 @@
 #include "tools/DbCommands.h"
 #include "tools/GeneratorShapes.h"
 #include "tools/GeneratorTune.h"
+#include "tools/StopSignals.h"
 
 namespace {
 
@@ -54,15 +53,6 @@ int run_demo(int width, int height) {
     std::printf("out(0, 0) = %g, out(%d, %d) = %g\n", out(0, 0), width / 2, height / 2,
                 out(width / 2, height / 2));
     return 0;
-}
-
-std::atomic<bool> stop_requested{false};
-
-void on_interrupt(int) {
-    if (stop_requested.exchange(true)) _exit(130); // a second Ctrl-C: leave now
-    const char msg[] = "\nkiln: stopping after the measurement in flight is dropped; Ctrl-C "
-                       "again to quit at once\n";
-    (void)!write(2, msg, sizeof msg - 1);
 }
 
 /// "90", "90s", "30m", "8h", "1.5h" -> seconds.
@@ -265,11 +255,10 @@ int main(int argc, char **argv) {
             tune.baselines = !no_baselines;
             tune.progress = !quiet;
             if (tune.trials <= 0 && tune.time_s <= 0) tune.trials = 100;
-            tune.stop = &stop_requested;
-            std::signal(SIGINT, on_interrupt);
-            std::signal(SIGTERM, on_interrupt);
+            tune.stop = &tools::stop_requested;
+            tools::install_stop_handlers();
             autotune::TuneResult r = autotune::tune(tune, std::cout, std::cerr);
-            return r.interrupted ? 130 : 0;
+            return r.interrupted ? tools::stop_exit_code : 0;
         }
         if (*lock_update) {
             std::map<std::string, std::string> params;

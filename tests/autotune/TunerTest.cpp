@@ -290,14 +290,21 @@ TEST(Tuner, KillNineThenResumeLosesAndRepeatsNothing) {
     EXPECT_EQ(d.integrity_check(), "ok");
 }
 
-TEST(Tuner, SigintStopsCleanlyAndSaysHowToResume) {
+namespace {
+
+/// Starts a long `kiln tune`, sends it `sig` `times` times in a row once 4 measurements are
+/// committed, and checks that it stopped cleanly: exit status 130, the summary and how to
+/// resume, the run left open for resume, every trial committed.
+void expect_clean_stop(int sig, int times) {
     TempDir dir;
     std::string db = dir / "k.db";
     pid_t pid = spawn_kiln(tune_args(db, 1000), dir / "log");
     ASSERT_TRUE(wait_for_rows(db, "blur", "64x48", 4)) << read_file(dir / "log");
-    kill(pid, SIGINT);
-    EXPECT_EQ(wait_exit(pid), 130);
+    for (int i = 0; i < times; i++)
+        kill(pid, sig);
+    EXPECT_EQ(wait_exit(pid), 130) << read_file(dir / "log");
     std::string log = read_file(dir / "log");
+    EXPECT_TRUE(std::regex_search(log, std::regex(R"(run 1: \d+ measurements recorded)"))) << log;
     EXPECT_NE(log.find("Resume with the same command"), std::string::npos) << log;
     auto d = tuning_db::Database::open_existing(db);
     auto w = d.workloads_matching("blur", "64x48");
@@ -307,6 +314,19 @@ TEST(Tuner, SigintStopsCleanlyAndSaysHowToResume) {
     EXPECT_FALSE(runs[0].finished_us); // open for resume
     Rows rows = rows_of(db, "blur", "64x48");
     EXPECT_EQ(rows.total, runs[0].trials_done + 2); // every trial committed, baselines too
+}
+
+} // namespace
+
+TEST(Tuner, SigintStopsCleanlyAndSaysHowToResume) {
+    expect_clean_stop(SIGINT, 1);
+}
+
+// GNU timeout sends SIGTERM to the command and then to its process group: the two deliveries are
+// one request, not "Ctrl-C twice, quit at once".
+TEST(Tuner, SigtermStopsLikeCtrlCEvenWhenDeliveredTwice) {
+    expect_clean_stop(SIGTERM, 1);
+    expect_clean_stop(SIGTERM, 2);
 }
 
 TEST(Tuner, StderrThatIsNotATerminalGetsNoEscapeCodes) {
