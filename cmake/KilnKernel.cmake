@@ -23,8 +23,8 @@
 # is run with one -t per target. The kernel is regenerated when the generator executable changes.
 #
 #   kiln_add_kernel(NAME <name> GENERATOR <generator> SHAPES 4096x4096 1920x1080
-#                   DB tuning_db/kiln.db [LOCKFILE kiln.lock.json] [TARGET t] [THREADS n]
-#                   [PARAMS k=v ...])
+#                   DB tuning_db/kiln.db [LOCKFILE kiln.lock.json] [TARGET t | TARGETS t ...]
+#                   [THREADS n] [PARAMS k=v ...])
 #
 # builds one library whose entry point runs, at each call, the schedule of the output's extents:
 # for each shape the best ok record of the generator's workload (the generator with PARAMS, at
@@ -33,6 +33,9 @@
 # build without the database gives the same kernel; `kiln lock update` refreshes it), else the
 # generator's own schedule; any other shape runs the generator's own schedule. The header says
 # where each came from. Relative DB and LOCKFILE paths are from the current source directory.
+# With TARGETS, each target's variant is shape-dispatched the same way, with the records of its
+# own target key (a target without them uses the LOCKFILE, then the generator's schedule), and
+# the entry point picks the target by CPU features first.
 include_guard(GLOBAL)
 
 function(kiln_add_kernel)
@@ -82,10 +85,6 @@ function(kiln_add_kernel)
     if(ARG_THREADS AND NOT ARG_SHAPES)
         message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): THREADS selects the records tuned with "
                             "that many threads; it needs SHAPES")
-    endif()
-    if(ARG_SHAPES AND ARG_TARGETS)
-        message(FATAL_ERROR "kiln_add_kernel(${ARG_NAME}): SHAPES builds a kernel for one TARGET; "
-                            "SHAPES with TARGETS is not supported yet")
     endif()
     if(NOT ARG_TARGET)
         set(ARG_TARGET host)

@@ -376,6 +376,22 @@ LLVMModule module_for(const LoweredFunc &f, const Target &t, const std::string &
     return compile_to_llvm_module(f, t, embedded);
 }
 
+// Kernels of several variants are a static library with its C header, metadata and lowered
+// statements: a CompileError "<kernel>: cannot write <kind>; <what> is a static_library ..." for
+// any other kind asked for. Creates the outputs' folders.
+void check_library_outputs(const OutputSet &outputs, const std::string &kernel,
+                           const std::string &what, const std::string &hint) {
+    for (const auto &[kind, path] : outputs.paths) {
+        if (kind != OutputKind::StaticLibrary && kind != OutputKind::CHeader &&
+            kind != OutputKind::Metadata && kind != OutputKind::LoweredStmt) {
+            user_error(kernel, ": cannot write ", output_kind_name(kind), "; ", what,
+                       " is a static_library with its c_header (and metadata, lowered_stmt)", hint);
+        }
+        if (path.empty()) user_error("the output path for ", output_kind_name(kind), " is empty");
+        make_parent_directory(path);
+    }
+}
+
 } // namespace
 
 void compile_lowered_to(const LoweredFunc &f, const std::vector<Target> &targets,
@@ -403,18 +419,9 @@ void compile_lowered_to(const std::vector<LoweredFunc> &variants,
                        targets.back().cpu, " '", c_signature(f), "'");
         }
     }
-    std::string signature = c_signature(f);
-    for (const auto &[kind, path] : outputs.paths) {
-        if (kind != OutputKind::StaticLibrary && kind != OutputKind::CHeader &&
-            kind != OutputKind::Metadata && kind != OutputKind::LoweredStmt) {
-            user_error("kernel '", f.name, "' for ", targets.size(), " targets: cannot write ",
-                       output_kind_name(kind),
-                       "; a multi-target kernel is a static_library with its c_header (and "
-                       "metadata, lowered_stmt); compile for one target to get the others");
-        }
-        if (path.empty()) user_error("the output path for ", output_kind_name(kind), " is empty");
-        make_parent_directory(path);
-    }
+    check_library_outputs(
+        outputs, "kernel '" + f.name + "' for " + std::to_string(targets.size()) + " targets",
+        "a multi-target kernel", "; compile for one target to get the others");
     std::vector<std::string> names = target_variant_names(targets), symbols;
     std::vector<uint64_t> required;
     std::vector<std::pair<std::string, std::string>> members;
@@ -453,58 +460,102 @@ void compile_shape_dispatched(const std::vector<LoweredFunc> &variants,
                               const std::vector<std::vector<int64_t>> &shapes,
                               const std::vector<std::string> &notes, const Target &t,
                               const OutputSet &outputs) {
-    internal_assert(variants.size() == shapes.size() + 1 && notes.size() == variants.size(),
-                    "compile_shape_dispatched: ", variants.size(), " variants, ", shapes.size(),
-                    " shapes and ", notes.size(), " notes");
-    const LoweredFunc &f = variants.back();
+    compile_shape_dispatched(std::vector<std::vector<LoweredFunc>>{variants}, shapes,
+                             std::vector<std::vector<std::string>>{notes}, std::vector<Target>{t},
+                             outputs);
+}
+
+void compile_shape_dispatched(const std::vector<std::vector<LoweredFunc>> &variants,
+                              const std::vector<std::vector<int64_t>> &shapes,
+                              const std::vector<std::vector<std::string>> &notes,
+                              const std::vector<Target> &targets, const OutputSet &outputs) {
+    if (targets.empty()) {
+        user_error("a kernel's list of targets is empty; name at least one, e.g. host");
+    }
+    internal_assert(variants.size() == targets.size() && notes.size() == targets.size(),
+                    "compile_shape_dispatched: ", variants.size(), " variant lists and ",
+                    notes.size(), " note lists for ", targets.size(), " targets");
+    for (size_t i = 0; i < targets.size(); i++) {
+        internal_assert(variants[i].size() == shapes.size() + 1 &&
+                            notes[i].size() == variants[i].size(),
+                        "compile_shape_dispatched: ", variants[i].size(), " variants, ",
+                        shapes.size(), " shapes and ", notes[i].size(), " notes");
+    }
+    const LoweredFunc &f = variants.back().back();
     check_c_identifier(f.name, "function name");
-    for (size_t i = 0; i < variants.size(); i++) {
-        if (variants[i].name != f.name || c_signature(variants[i]) != c_signature(f)) {
-            user_error("the variants of a shape-dispatched kernel must have one signature: '",
-                       c_signature(variants[i]), "' and '", c_signature(f), "'");
+    for (const std::vector<LoweredFunc> &per_target : variants) {
+        for (const LoweredFunc &v : per_target) {
+            if (v.name != f.name || c_signature(v) != c_signature(f)) {
+                user_error("the variants of a shape-dispatched kernel must have one signature: '",
+                           c_signature(v), "' and '", c_signature(f), "'");
+            }
         }
     }
-    for (const auto &[kind, path] : outputs.paths) {
-        if (kind != OutputKind::StaticLibrary && kind != OutputKind::CHeader &&
-            kind != OutputKind::Metadata && kind != OutputKind::LoweredStmt) {
-            user_error("kernel '", f.name, "' dispatched on ", shapes.size(),
-                       " shapes: cannot write ", output_kind_name(kind),
-                       "; a shape-dispatched kernel is a static_library with its c_header (and "
-                       "metadata, lowered_stmt)");
-        }
-        if (path.empty()) user_error("the output path for ", output_kind_name(kind), " is empty");
-        make_parent_directory(path);
-    }
-    std::vector<std::string> names, symbols;
+    check_library_outputs(outputs,
+                          "kernel '" + f.name + "' dispatched on " + std::to_string(shapes.size()) +
+                              " shapes",
+                          "a shape-dispatched kernel", "");
+    std::vector<std::string> shape_names;
     for (const std::vector<int64_t> &shape : shapes) {
         std::string name;
         for (int64_t e : shape)
             name += (name.empty() ? "" : "x") + std::to_string(e);
-        names.push_back(name);
+        shape_names.push_back(name);
     }
-    names.push_back("generic");
+    shape_names.push_back("generic");
+    // One target: <f>_<shape> variants behind a shape dispatcher named f. Several: per target
+    // i, <f>_<target>_<shape> variants behind a shape dispatcher <f>_<target>, and f picks the
+    // target by CPU features (compile_dispatcher) as a multi-target kernel does.
+    bool multi = targets.size() > 1;
+    std::vector<std::string> target_names = target_variant_names(targets);
+    auto prefix_of = [&](size_t i) {
+        return multi ? f.name + "_" + c_argument_name(target_names[i]) : f.name;
+    };
     if (outputs.has(OutputKind::StaticLibrary)) {
         std::vector<std::pair<std::string, std::string>> members;
-        for (size_t i = 0; i < variants.size(); i++) {
-            LoweredFunc variant = variants[i];
-            variant.name = f.name + "_" + c_argument_name(names[i]);
-            symbols.push_back(variant.name);
-            members.emplace_back(variant.name + ".o",
-                                 module_for(variant, t, kernel_source(variant, t)).object_code());
+        std::vector<std::string> target_symbols;
+        std::vector<uint64_t> required;
+        for (size_t i = 0; i < targets.size(); i++) {
+            std::vector<std::string> symbols;
+            for (size_t j = 0; j < variants[i].size(); j++) {
+                LoweredFunc variant = variants[i][j];
+                variant.name = prefix_of(i) + "_" + c_argument_name(shape_names[j]);
+                symbols.push_back(variant.name);
+                members.emplace_back(
+                    variant.name + ".o",
+                    module_for(variant, targets[i], kernel_source(variant, targets[i]))
+                        .object_code());
+            }
+            LoweredFunc dispatcher = f;
+            dispatcher.name = prefix_of(i);
+            members.emplace_back(
+                dispatcher.name + ".o",
+                compile_shape_dispatcher(dispatcher, targets[i], shape_names, symbols, shapes)
+                    .object_code());
+            target_symbols.push_back(dispatcher.name);
+            required.push_back(required_cpu_features(targets[i]));
         }
-        members.emplace_back(f.name + ".o",
-                             compile_shape_dispatcher(f, t, names, symbols, shapes).object_code());
+        if (multi) {
+            members.emplace_back(
+                f.name + "_targets.o",
+                compile_dispatcher(f, targets.back(), target_names, target_symbols, required)
+                    .object_code());
+        }
         write_output_file(outputs.path(OutputKind::StaticLibrary), make_static_library(members),
                           "a static library");
     }
     if (outputs.has(OutputKind::CHeader)) {
         std::string base = std::filesystem::path(outputs.path(OutputKind::CHeader)).stem().string();
-        std::string text = c_header_text(f, t, base);
+        std::string text = c_header_text(f, targets, base);
         std::string block = " * Shape-dispatched: each call runs the schedule of the output's "
                             "extents, or the\n * generic one for any other shape "
                             "(kiln_last_shape_variant() names it). Schedules:\n";
-        for (size_t i = 0; i < names.size(); i++)
-            block += " *   " + names[i] + ": " + notes[i] + "\n";
+        for (size_t i = 0; i < targets.size(); i++) {
+            for (size_t j = 0; j < shape_names.size(); j++) {
+                block += " *   " + (multi ? target_names[i] + " " : std::string()) +
+                         shape_names[j] + ": " + notes[i][j] + "\n";
+            }
+        }
         size_t at = text.find(" *\n * Arguments, in order:");
         internal_assert(at != std::string::npos, "c_header_text has no argument list");
         text.insert(at, block);
@@ -512,12 +563,17 @@ void compile_shape_dispatched(const std::vector<LoweredFunc> &variants,
     }
     if (outputs.has(OutputKind::LoweredStmt)) {
         std::string text;
-        for (size_t i = 0; i < variants.size(); i++)
-            text += "// ---- " + names[i] + "\n" + lowered_stmt_text(variants[i]);
+        for (size_t i = 0; i < targets.size(); i++) {
+            for (size_t j = 0; j < shape_names.size(); j++) {
+                text += "// ---- " + (multi ? target_names[i] + " " : std::string()) +
+                        shape_names[j] + "\n" + lowered_stmt_text(variants[i][j]);
+            }
+        }
         write_output_file(outputs.path(OutputKind::LoweredStmt), text, "the lowered statement");
     }
     if (outputs.has(OutputKind::Metadata)) {
-        write_output_file(outputs.path(OutputKind::Metadata), metadata_json(f, t), "metadata");
+        write_output_file(outputs.path(OutputKind::Metadata), metadata_json(f, targets.back()),
+                          "metadata");
     }
 }
 

@@ -94,6 +94,14 @@ void compile_shape_dispatched(const std::vector<LoweredFunc> &variants,
                               const std::vector<std::vector<int64_t>> &shapes,
                               const std::vector<std::string> &notes, const Target &t,
                               const OutputSet &outputs);
+/// The same for several targets: a multi-target kernel whose variants are shape-dispatched.
+/// variants[i] and notes[i] (shapes.size() + 1 each) are targets[i]'s; each call picks the
+/// target by CPU features as a multi-target kernel does (KILN_FORCE_TARGET,
+/// kiln_last_target_variant), then the schedule by the output's extents.
+void compile_shape_dispatched(const std::vector<std::vector<LoweredFunc>> &variants,
+                              const std::vector<std::vector<int64_t>> &shapes,
+                              const std::vector<std::vector<std::string>> &notes,
+                              const std::vector<Target> &targets, const OutputSet &outputs);
 
 /// The C header text for f (see the top of this file); `guard_name` names the include guard
 /// (f.name when empty). With several targets it lists the variants of a multi-target kernel.

@@ -92,9 +92,8 @@ Options parse(int argc, char **argv) {
                    "4096x4096,1920x1080");
     if (!o.lock_update && o.out_dir.empty()) user_error("no output directory; pass -o DIR");
     if (o.lock_update && o.lock.empty()) user_error("--kiln-lock-update needs --lock FILE");
-    if (o.targets.size() > 1)
-        user_error("--shapes builds a kernel for one target; got ", o.targets.size(),
-                   " (-t): a shape-dispatched kernel cannot also be multi-target yet");
+    if (o.lock_update && o.targets.size() > 1)
+        user_error("--kiln-lock-update takes one target (-t); got ", o.targets.size());
     if (o.targets.empty()) o.targets.push_back("host");
     if (o.generator.empty()) {
         std::vector<std::string> names = generator_names();
@@ -126,10 +125,12 @@ struct Choice {
 class ShapeBuilder {
 public:
     explicit ShapeBuilder(const Options &o)
-        : o(o), target(Target::parse(o.targets[0])), spec{o.generator, o.params},
-          op(autotune::generator_operator(spec)),
-          key(autotune::target_key(target,
-                                   o.threads > 0 ? o.threads : autotune::default_threads())) {
+        : o(o), spec{o.generator, o.params}, op(autotune::generator_operator(spec)) {
+        for (const std::string &t : o.targets) {
+            targets.push_back(Target::parse(t));
+            keys.push_back(autotune::target_key(
+                targets.back(), o.threads > 0 ? o.threads : autotune::default_threads()));
+        }
         if (!o.lock.empty() && std::filesystem::exists(o.lock)) {
             std::ifstream in(o.lock);
             try {
@@ -167,16 +168,20 @@ public:
         }
     }
 
-    /// The best ok record of the shape on this target in the database, if any; an error when
-    /// the database has the workload on other targets only.
-    std::optional<Choice> from_database(const std::vector<int64_t> &shape) {
+    /// The best ok record of the shape on target ti's key in the database, if any. When there
+    /// is none but the database has the workload on other target keys: an error when `strict`,
+    /// else nullopt.
+    std::optional<Choice> from_database(const std::vector<int64_t> &shape, size_t ti,
+                                        bool strict = true) {
         if (!db) return std::nullopt;
+        const tuning_db::TargetKey &key = keys[ti];
         tuning_db::WorkloadKey wk = autotune::workload_key(op, shape);
         std::optional<int64_t> w = db->find_workload(wk);
         if (!w) return std::nullopt;
         std::optional<int64_t> t = db->find_target(key);
         std::optional<tuning_db::BestConfig> best;
         if (t) best = db->best(*w, *t);
+        if (!best && !strict) return std::nullopt;
         if (!best) {
             std::set<std::string> others;
             for (const tuning_db::RunRecord &r : db->runs(*w, 0)) {
@@ -232,10 +237,10 @@ public:
         return c;
     }
 
-    /// The generator run for this target, its schedule replaced by `trace` when given, lowered
+    /// The generator run for target ti, its schedule replaced by `trace` when given, lowered
     /// under the kernel's name in the generator's argument order.
-    LoweredFunc lower(const ScheduleTrace *trace) {
-        GeneratorContext ctx(target, o.params);
+    LoweredFunc lower(const ScheduleTrace *trace, size_t ti) {
+        GeneratorContext ctx(targets[ti], o.params);
         Pipeline p = run_generator(o.generator, ctx, false);
         if (trace) {
             remove_schedule(p.output_funcs());
@@ -258,9 +263,9 @@ public:
 
     /// Lowers the shape's chosen schedule; a schedule that does not replay is an error naming
     /// the shape, its source and the fix.
-    LoweredFunc lower_choice(const std::vector<int64_t> &shape, const Choice &c) {
+    LoweredFunc lower_choice(const std::vector<int64_t> &shape, const Choice &c, size_t ti) {
         try {
-            return lower(&*c.trace);
+            return lower(&*c.trace, ti);
         } catch (const CompileError &e) {
             std::string s = apps::shape_to_string(shape);
             if (c.from_database)
@@ -277,42 +282,65 @@ public:
         }
     }
 
-    int build() {
-        std::vector<LoweredFunc> variants;
-        std::vector<std::string> notes;
+    /// The variants of target ti (one per shape, then the generic one) and their notes. A
+    /// target without a record of a shape on its key falls back to the lockfile, then to the
+    /// hand schedule; with several targets, a database that holds a shape for none of them but
+    /// for other keys is the error from_database raises.
+    void build_target(size_t ti, std::vector<LoweredFunc> &variants,
+                      std::vector<std::string> &notes) {
+        bool multi = targets.size() > 1;
+        std::string label = o.function + (multi ? " [" + o.targets[ti] + "]" : std::string());
         for (const std::vector<int64_t> &shape : o.shapes) {
             check_shape(shape);
             std::string s = apps::shape_to_string(shape);
-            std::optional<Choice> c = from_database(shape);
+            std::optional<Choice> c = from_database(shape, ti, !multi);
+            if (multi && !c) {
+                bool any = false;
+                for (size_t k = 0; k < targets.size(); k++)
+                    any |= from_database(shape, k, false).has_value();
+                if (!any) from_database(shape, 0, true);
+            }
             std::optional<Choice> locked = from_lockfile(shape);
+            bool no_record_here = !c && db && multi;
             if (!c) c = locked;
             if (!c) {
                 std::string why = o.db.empty() ? "no database given"
-                                  : db         ? "database " + o.db + " has no record of it"
-                                               : "database " + o.db + " does not exist";
+                                  : !db
+                                      ? "database " + o.db + " does not exist"
+                                      : "database " + o.db + " has no record of it" +
+                                            (multi ? " on " + keys[ti].to_string() : std::string());
                 why += o.lock.empty() ? ", no lockfile" : ", and " + o.lock + " has no entry";
                 notes.push_back("the generator's hand schedule (" + why + ")");
-                variants.push_back(lower(nullptr));
+                variants.push_back(lower(nullptr, ti));
             } else {
                 std::string note = c->note;
+                if (no_record_here)
+                    note += " (no record on " + keys[ti].to_string() + " in " + o.db + ")";
                 if (c->from_database && locked && locked->trace &&
                     locked->trace->to_json_string() != c->trace->to_json_string())
                     note += "; " + o.lock + " holds another schedule: run `kiln lock update`";
                 else if (c->from_database && !o.lock.empty() && !locked)
                     note += "; not in " + o.lock + ": run `kiln lock update`";
                 notes.push_back(note);
-                variants.push_back(lower_choice(shape, *c));
+                variants.push_back(lower_choice(shape, *c, ti));
             }
-            std::printf("%s %s: %s\n", o.function.c_str(), s.c_str(), notes.back().c_str());
+            std::printf("%s %s: %s\n", label.c_str(), s.c_str(), notes.back().c_str());
         }
         notes.push_back("the generator's hand schedule (any other shape)");
-        variants.push_back(lower(nullptr));
+        variants.push_back(lower(nullptr, ti));
+    }
+
+    int build() {
+        std::vector<std::vector<LoweredFunc>> variants(targets.size());
+        std::vector<std::vector<std::string>> notes(targets.size());
+        for (size_t ti = 0; ti < targets.size(); ti++)
+            build_target(ti, variants[ti], notes[ti]);
         std::vector<OutputKind> kinds;
         std::stringstream e(o.emit);
         std::string k;
         while (std::getline(e, k, ','))
             kinds.push_back(parse_output_kind(k));
-        compile_shape_dispatched(variants, o.shapes, notes, target,
+        compile_shape_dispatched(variants, o.shapes, notes, targets,
                                  OutputSet::in_directory(o.out_dir, o.file_base, kinds));
         return 0;
     }
@@ -329,14 +357,14 @@ public:
         for (const std::vector<int64_t> &shape : o.shapes) {
             check_shape(shape);
             std::string s = apps::shape_to_string(shape);
-            std::optional<Choice> c = from_database(shape);
+            std::optional<Choice> c = from_database(shape, 0);
             if (!c) {
                 std::printf("%s %s: no record in %s; %s\n", op.name.c_str(), s.c_str(),
                             o.db.c_str(),
                             kernel.contains(s) ? "kept the lockfile's entry" : "no entry");
                 continue;
             }
-            lower_choice(shape, *c); // it must replay before it is locked
+            lower_choice(shape, *c, 0); // it must replay before it is locked
             kernel[s] = {{"schedule", json::parse(c->trace->to_json_string())},
                          {"source", c->source}};
             std::printf("%s %s: %s\n", op.name.c_str(), s.c_str(), c->note.c_str());
@@ -351,10 +379,10 @@ public:
 
 private:
     const Options &o;
-    Target target;
     autotune::GeneratorSpec spec;
     const apps::Operator &op;
-    tuning_db::TargetKey key;
+    std::vector<Target> targets;
+    std::vector<tuning_db::TargetKey> keys;
     json lock;
     std::optional<tuning_db::Database> db;
 };

@@ -1,7 +1,7 @@
 // Kernels specialized per output shape from the tuning database (issue 11, item 5):
 //
 //   my_gens -g brighten -o DIR --shapes 4096x4096,1920x1080 --db tuning_db/kiln.db
-//           --lock kiln.lock.json [-t TARGET] [--threads N] [-f FUNCTION] [-n FILE_BASE]
+//           --lock kiln.lock.json [-t TARGET ...] [--threads N] [-f FUNCTION] [-n FILE_BASE]
 //           [key=value ...]
 //
 // writes one static library whose entry point (the generator's C signature) runs, at each call,
@@ -14,6 +14,9 @@
 //   2. else the lockfile's schedule for that kernel and shape (kiln.lock.json, committed with
 //      the project, so a build without the database gives the same kernel);
 //   3. else the hand schedule, and the header says why.
+// With several -t, each target's variant is chosen this way with its own target key's records
+// (codegen/AOT.h, the multi-target compile_shape_dispatched), and the entry point picks the
+// target by CPU features, then the shape.
 // A database that holds the workload only for other target keys is an error naming them, as is
 // a lockfile schedule that no longer replays (naming the shape and the fix) and a shape whose
 // length is not the output's dimension count. kiln_add_kernel(... SHAPES ... DB ... LOCKFILE)

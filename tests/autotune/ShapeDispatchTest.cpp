@@ -63,7 +63,8 @@ std::string build_command(const std::string &dir, const std::string &db, const s
            " offset=1";
 }
 
-/// brighten(in, gain, out) = in * gain + 1 at three shapes; prints the variant each ran.
+/// brighten(in, gain, out) = in * gain + 1 at three shapes; prints the variant each ran. With an
+/// argument, forces that target variant of a multi-target kernel first and prints it too.
 const char *program = R"(#include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
@@ -91,24 +92,29 @@ static int call(int w, int h) {
     code = brighten(&bin, 3.0f, &bout);
     for (i = 0; code == 0 && i < w * h; i++) wrong += out[i] != in[i] * 3.0f + 1.0f;
     printf("%dx%d ran %s code %d wrong %d\n", w, h, kiln_last_shape_variant(), code, wrong);
+    if (code != 0) printf("error: %s\n", kiln_last_error_message());
     free(in);
     free(out);
     return code != 0 || wrong != 0;
 }
-int main(void) {
-    return call(64, 48) + call(40, 24) + call(33, 17);
+int main(int argc, char **argv) {
+    int failures;
+    if (argc > 1) kiln_force_target(argv[1]);
+    failures = call(64, 48) + call(40, 24) + call(33, 17);
+    if (argc > 1) printf("target %s\n", kiln_last_target_variant());
+    return failures;
 }
 )";
 
-/// Builds the C program against dir/brighten.a and runs it.
-Ran build_and_run(const TempDir &tmp, const std::string &dir) {
+/// Builds the C program against dir/brighten.a and runs it (with `force` as its argument).
+Ran build_and_run(const TempDir &tmp, const std::string &dir, const std::string &force = "") {
     std::ofstream(tmp / "main.c") << program;
     Ran cc = run(std::string(KILN_TEST_CC) + " -std=c99 -I" + dir + " -I" +
                  KILN_TEST_RUNTIME_INCLUDE_DIR + " " + tmp / "main.c" + " " + dir + "/brighten.a " +
                  KILN_TEST_RUNTIME_LIBRARY + " " KILN_TEST_LINK_FLAGS " -fopenmp -lm -o " + dir +
                  "/main");
     if (cc.status != 0) return cc;
-    return run(dir + "/main");
+    return run(dir + "/main" + (force.empty() ? "" : " " + force));
 }
 
 std::string tune(const std::string &db, const std::string &shape) {
@@ -312,11 +318,49 @@ TEST(ShapeDispatch, ThreadsSelectTheRecordsTunedWithThatManyThreads) {
                                       "with, a positive integer (kiln tune --threads)"));
 }
 
-TEST(ShapeDispatch, SeveralTargetsAreRefused) {
+TEST(ShapeDispatch, SeveralTargetsEachDispatchOnShapesWithTheirOwnTargetKeysRecords) {
     TempDir tmp;
-    Ran b = run(build_command(tmp / "out", "", tmp / "l.json") + " -t x86-64-v3 -t host");
-    EXPECT_EQ(b.status, 1);
-    EXPECT_THAT(b.output, HasSubstr("error: --shapes builds a kernel for one target; got 2 (-t)"));
+    std::string db = tmp / "kiln.db";
+    Ran t = run(tune(db, "40x24"));
+    ASSERT_EQ(t.status, 0) << t.output;
+    // The records are the host's: its variant uses them, the x86-64-v3 variant (another target
+    // key) falls back to the generator's schedule and says why.
+    std::string dir = tmp / "multi";
+    Ran b = run(build_command(dir, db, "", "64x48,40x24") + " -t x86-64-v3 -t host");
+    ASSERT_EQ(b.status, 0) << b.output;
+    std::string header = read_text(dir + "/brighten.h");
+    EXPECT_THAT(header, HasSubstr(" * Multi-target: one variant per target."));
+    EXPECT_THAT(header, HasSubstr(" *   x86-64-v3 40x24: the generator's hand schedule (database " +
+                                  db + " has no record of it on x86-64-v3"));
+    EXPECT_THAT(header, HasSubstr(" 40x24: database " + db + ", run 1, measured "));
+    EXPECT_THAT(header, HasSubstr(" *   x86-64-v3 generic: the generator's hand schedule (any "
+                                  "other shape)"));
+    EXPECT_THAT(header, HasSubstr("int brighten(kiln_buffer_t *in, float gain, kiln_buffer_t "
+                                  "*brightened);"));
+    std::string stmt = read_text(dir + "/brighten.stmt");
+    EXPECT_THAT(stmt, HasSubstr("// ---- x86-64-v3 64x48"));
+    // Each target variant, chosen by the CPU or forced, dispatches on the shape.
+    for (const char *force : {"", "0", "1"}) {
+        Ran c = build_and_run(tmp, dir, force);
+        if (std::string(force) == "0" && c.output.find("which this CPU lacks") != std::string::npos)
+            continue; // a CPU without AVX2 cannot run the x86-64-v3 variant
+        ASSERT_EQ(c.status, 0) << "forced: '" << force << "'\n" << c.output;
+        EXPECT_THAT(c.output, HasSubstr("64x48 ran 64x48 code 0 wrong 0"));
+        EXPECT_THAT(c.output, HasSubstr("40x24 ran 40x24 code 0 wrong 0"));
+        EXPECT_THAT(c.output, HasSubstr("33x17 ran generic code 0 wrong 0"));
+        if (std::string(force) == "0") {
+            EXPECT_THAT(c.output, HasSubstr("target x86-64-v3"));
+        }
+    }
+    // A database that holds the shape for none of the targets is the usual error.
+    Ran other = run(build_command(tmp / "other", db, "", "40x24") + " -t x86-64-v3 -t x86-64-v2");
+    EXPECT_EQ(other.status, 1);
+    EXPECT_THAT(other.output, HasSubstr("only for the target key(s) '"));
+    // The lockfile is updated for one target.
+    Ran lock = run(std::string(KILN_TEST_GENERATORS) + " --kiln-lock-update -g brighten --shapes " +
+                   "40x24 --db " + db + " --lock " + tmp / "l.json" + " -t x86-64-v3 -t host");
+    EXPECT_EQ(lock.status, 1);
+    EXPECT_THAT(lock.output, HasSubstr("error: --kiln-lock-update takes one target (-t); got 2"));
 }
 
 #endif

@@ -4,29 +4,22 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buffers.h"
 #include "kiln_test_multitarget.h"
 
 enum { W = 45, H = 7 };
 
 static int run(const char *forced, const char *expected, float gain) {
     static float in[W * H], out[W * H];
-    kiln_dimension_t din[2] = {{0, W, 1, 0}, {0, H, W, 0}}, dout[2] = {{0, W, 1, 0}, {0, H, W, 0}};
+    kiln_dimension_t din[2], dout[2];
     kiln_buffer_t bin, bout;
     int i, code, wrong = 0;
-    memset(&bin, 0, sizeof(bin));
-    memset(&bout, 0, sizeof(bout));
     for (i = 0; i < W * H; i++) {
         in[i] = (float)(i % 17) * 0.25f;
         out[i] = -1000.0f;
     }
-    bin.host = (uint8_t *)in;
-    bout.host = (uint8_t *)out;
-    bin.type.code = bout.type.code = (uint8_t)kiln_type_float;
-    bin.type.bits = bout.type.bits = 32;
-    bin.type.lanes = bout.type.lanes = 1;
-    bin.dimensions = bout.dimensions = 2;
-    bin.dim = din;
-    bout.dim = dout;
+    float_buffer_2d(&bin, din, in, W, H);
+    float_buffer_2d(&bout, dout, out, W, H);
     kiln_force_target(forced);
     code = scale_by_target(gain, &bin, &bout);
     if (code != 0) {
