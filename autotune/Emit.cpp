@@ -38,7 +38,7 @@ EmitResult emit_best(const EmitOptions &opt, std::ostream &err) {
         if (best) {
             ScheduleTrace::parse(best->config.trace_json).apply({inst.output});
             result.tuned = true;
-            result.tuned_ms = best->measurement.median_ms;
+            result.tuned_ms = best->median_ms;
         } else {
             why = opt.db_path + " has no ok measurement of " + wk.to_string() + " on " +
                   tk.to_string();

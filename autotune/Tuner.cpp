@@ -783,7 +783,7 @@ TuneResult Tuner::run() {
             if (r.id != run_id) elapsed_before += r.elapsed_s;
         }
     }
-    if (auto b = db.best(workload_id, target_id)) best_ms = b->measurement.median_ms;
+    if (auto b = db.best(workload_id, target_id)) best_ms = b->median_ms;
     load_attempts();
 
     for (int i = 0; i < opt.jobs; i++) {
@@ -812,8 +812,9 @@ TuneResult Tuner::run() {
     result.interrupted = stopping();
     if (!result.interrupted) db.finish_run(run_id);
 
-    if (auto b = db.best(workload_id, target_id)) {
-        result.best_ms = b->measurement.median_ms;
+    std::optional<tuning_db::BestConfig> b = db.best(workload_id, target_id);
+    if (b) {
+        result.best_ms = b->median_ms;
         result.best_config_json = b->config.config_json;
         result.best_trace_json = b->config.trace_json;
         try {
@@ -838,6 +839,20 @@ TuneResult Tuner::run() {
         std::snprintf(buf, sizeof buf, "best: %.4g ms (%.1f %s) for %s %s\n", *result.best_ms, rate,
                       op.work_unit.c_str(), op.name.c_str(), apps::shape_to_string(shape).c_str());
         out << buf;
+        if (b->measurements > 1) {
+            // Re-measured: its time is the median of its ok measurements (tuning_db::BestConfig).
+            std::snprintf(buf, sizeof buf, "the median of %lld measurements, %.4g .. %.4g ms",
+                          (long long)b->measurements, b->min_ms, b->max_ms);
+            out << buf;
+            if (b->unstable()) {
+                std::snprintf(buf, sizeof buf,
+                              ": unstable, more than %gx apart (a busy machine? measure again "
+                              "with kiln tune on a quiet one)",
+                              tuning_db::unstable_ratio);
+                out << buf;
+            }
+            out << "\n";
+        }
         out << "config: " << result.best_config_json << "\n";
         auto speedup = [&](const char *what, const std::optional<double> &ms) {
             if (!ms) {

@@ -149,6 +149,16 @@ void cmd_list(const Options &o, std::ostream &out) {
     }
 }
 
+/// How a config's time was decided: "spread 0.1 ms" for one measurement, else "median of 3
+/// measurements, 1 ms .. 35 ms, unstable" (unstable: they disagree by more than
+/// tuning_db::unstable_ratio).
+std::string measured_text(const BestConfig &b) {
+    if (b.measurements <= 1) return "spread " + fmt_ms(b.measurement.spread_ms);
+    std::string s = "median of " + std::to_string(b.measurements) + " measurements, " +
+                    fmt_ms(b.min_ms) + " .. " + fmt_ms(b.max_ms);
+    return b.unstable() ? s + ", unstable" : s;
+}
+
 void cmd_best(const Options &o, std::ostream &out) {
     Database db = Database::open_existing(o.db);
     if (o.top < 1) runtime_error("--top must be at least 1, got ", o.top);
@@ -165,9 +175,8 @@ void cmd_best(const Options &o, std::ostream &out) {
             any = true;
             for (size_t i = 0; i < top.size(); i++) {
                 const BestConfig &b = top[i];
-                out << "  #" << i + 1 << "  " << fmt_ms(b.measurement.median_ms) << " (spread "
-                    << fmt_ms(b.measurement.spread_ms) << ")  config " << b.config.hash << "  "
-                    << b.config.config_json << "\n";
+                out << "  #" << i + 1 << "  " << fmt_ms(b.median_ms) << " (" << measured_text(b)
+                    << ")  config " << b.config.hash << "  " << b.config.config_json << "\n";
                 if (o.trace) out << "  trace: " << b.config.trace_json << "\n";
             }
         }
@@ -405,10 +414,9 @@ void cmd_report(const Options &o, std::ostream &out) {
             Statistics s = db.statistics({w.id, t.id, std::nullopt});
             h << "<tr><td>" << html_escape(w.key.op) << "</td><td>" << html_escape(w.key.shape)
               << "</td><td>" << html_escape(w.key.types) << "</td><td>"
-              << html_escape(t.key.to_string()) << "</td><td>"
-              << (b ? fmt_ms(b->measurement.median_ms) : "-") << "</td><td>"
-              << (b ? fmt_ms(b->measurement.spread_ms) : "-") << "</td><td>" << s.measurements
-              << " (" << (s.per_status.count("ok") ? s.per_status["ok"] : 0)
+              << html_escape(t.key.to_string()) << "</td><td>" << (b ? fmt_ms(b->median_ms) : "-")
+              << "</td><td>" << (b ? html_escape(measured_text(*b)) : "-") << "</td><td>"
+              << s.measurements << " (" << (s.per_status.count("ok") ? s.per_status["ok"] : 0)
               << " ok)</td><td><code>"
               << (b ? html_escape(b->config.hash + " " + b->config.config_json) : "")
               << "</code></td></tr>\n";

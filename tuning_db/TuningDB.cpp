@@ -860,20 +860,34 @@ std::vector<BestConfig> Database::top_k(int64_t workload_id, int64_t target_id, 
     Impl &db = *impl_;
     return db.read("querying the best configs", [&] {
         std::vector<BestConfig> out;
-        // Each config's best measurement (row_number over the config), then the k fastest.
-        Query q(db, std::string("SELECT ") + kMeasurementColumns +
-                        ", c.config_json, c.trace_json FROM (SELECT m.*, row_number() OVER "
-                        "(PARTITION BY m.config_id ORDER BY m.median_ms, m.timestamp_us, m.id) "
-                        "AS rank FROM measurements m WHERE m.workload_id = ? AND m.target_id = ? "
-                        "AND m.status = 'ok') m JOIN configs c ON c.id = m.config_id "
-                        "LEFT JOIN tuning_runs r ON r.id = m.run_id WHERE m.rank = 1 "
-                        "ORDER BY m.median_ms, m.timestamp_us, m.id LIMIT ?");
+        // Per config: its ok measurements ranked by median (rn of n), the median of those medians
+        // (the middle one, or the mean of the two middle ones), their range; then the k fastest
+        // configs by that median, the earliest measured first on ties. The row returned for a
+        // config is its middle measurement.
+        Query q(db, std::string("WITH ok AS (SELECT m.*, row_number() OVER (PARTITION BY "
+                                "m.config_id ORDER BY m.median_ms, m.timestamp_us, m.id) AS rn, "
+                                "count(*) OVER config AS n, min(m.median_ms) OVER config AS lo, "
+                                "max(m.median_ms) OVER config AS hi, min(m.timestamp_us) OVER "
+                                "config AS first_us FROM measurements m WHERE m.workload_id = ? "
+                                "AND m.target_id = ? AND m.status = 'ok' WINDOW config AS "
+                                "(PARTITION BY m.config_id)), mid AS (SELECT config_id, "
+                                "avg(median_ms) AS med FROM ok WHERE rn IN ((n + 1) / 2, "
+                                "(n + 2) / 2) GROUP BY config_id) SELECT ") +
+                        kMeasurementColumns +
+                        ", c.config_json, c.trace_json, mid.med, m.lo, m.hi, m.n FROM ok m JOIN "
+                        "mid ON mid.config_id = m.config_id JOIN configs c ON c.id = m.config_id "
+                        "LEFT JOIN tuning_runs r ON r.id = m.run_id WHERE m.rn = (m.n + 1) / 2 "
+                        "ORDER BY mid.med, m.first_us, m.config_id LIMIT ?");
         q.bind(workload_id, target_id, int64_t(std::max(k, 0)));
         while (q.step()) {
             BestConfig b;
             b.measurement = read_measurement(q, 0, db.path);
             b.config = {b.measurement.config_id, b.measurement.config_hash,
                         q.text(kMeasurementColumnCount), q.text(kMeasurementColumnCount + 1)};
+            b.median_ms = q.dbl(kMeasurementColumnCount + 2);
+            b.min_ms = q.dbl(kMeasurementColumnCount + 3);
+            b.max_ms = q.dbl(kMeasurementColumnCount + 4);
+            b.measurements = q.i64(kMeasurementColumnCount + 5);
             out.push_back(std::move(b));
         }
         return out;

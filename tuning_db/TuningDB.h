@@ -105,10 +105,23 @@ struct Measurement {
     int64_t timestamp_us = 0; ///< microseconds since the Unix epoch
 };
 
-/// The fastest ok measurement of a workload on a target, with its config.
+/// A config whose ok measurements disagree by more than this factor (slowest median over fastest)
+/// is flagged unstable: its time depends on the moment it was measured.
+constexpr double unstable_ratio = 2;
+
+/// A config ranked by its ok measurements on a workload and target: every ok measurement (the
+/// first one of every run and every re-measurement) counts once, by its median; the config's
+/// time is the median of those, so one lucky (or unlucky) measurement does not decide.
 struct BestConfig {
+    /// The middle one of the config's ok measurements (the lower middle for an even count).
     Measurement measurement;
     ConfigRecord config;
+    double median_ms = 0;     ///< the median of the ok measurements' medians: the config's time
+    double min_ms = 0;        ///< the fastest of them
+    double max_ms = 0;        ///< the slowest of them
+    int64_t measurements = 0; ///< how many ok measurements
+    /// max_ms > unstable_ratio x min_ms: the measurements disagree.
+    bool unstable() const { return max_ms > unstable_ratio * min_ms; }
 };
 
 /// A tuning run: one strategy's search of one workload on one target, resumable.
@@ -256,9 +269,10 @@ public:
     /// ok one if any, else the latest. A resumed run uses it to skip configs it already has.
     std::optional<Measurement> find_measurement(int64_t workload_id, int64_t target_id,
                                                 const std::string &config_hash) const;
-    /// The fastest ok measurement (lowest median, earliest on ties).
+    /// The fastest config (BestConfig::median_ms, the median over its ok measurements; the
+    /// earliest measured on ties).
     std::optional<BestConfig> best(int64_t workload_id, int64_t target_id) const;
-    /// The k fastest ok configs, one entry per config (its best measurement), fastest first.
+    /// The k fastest ok configs by BestConfig::median_ms, one entry per config, fastest first.
     std::vector<BestConfig> top_k(int64_t workload_id, int64_t target_id, int k) const;
     /// Every measurement of the workload on the target (all runs when run_id is 0), oldest first.
     std::vector<Measurement> history(int64_t workload_id, int64_t target_id,

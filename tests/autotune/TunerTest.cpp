@@ -672,6 +672,38 @@ TEST(Tuner, ACorruptRunStateIsReportedWithTheWayOut) {
     EXPECT_EQ(tune(o, out, err).trials, 4);
 }
 
+TEST(Tuner, TheSummaryGivesTheBestAsAMedianAndFlagsAnUnstableConfig) {
+    TempDir dir;
+    std::ostringstream out, err;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.trials = 1;
+    o.baselines = false;
+    {
+        // A config measured three times, far apart, and faster than any real kernel.
+        auto db = tuning_db::Database::open(o.db_path);
+        apps::register_builtin_operators();
+        int64_t t = db.target_id(host_target_key(1));
+        int64_t w = db.workload_id(workload_key(apps::find_operator("blur"), {64, 48}));
+        int64_t c = db.config_id("lucky", R"({"lucky":1})", "{}");
+        for (double ms : {1e-6, 3e-5, 3.5e-5}) {
+            tuning_db::MeasurementRecord m;
+            m.workload_id = w;
+            m.target_id = t;
+            m.config_id = c;
+            m.times_ms = {ms};
+            m.median_ms = ms;
+            db.record_measurement(m);
+        }
+    }
+    TuneResult r = tune(o, out, err);
+    ASSERT_TRUE(r.best_ms) << out.str();
+    EXPECT_DOUBLE_EQ(*r.best_ms, 3e-5); // the median, not the lucky 1e-06
+    EXPECT_NE(out.str().find("the median of 3 measurements, 1e-06 .. 3.5e-05 ms: unstable, more "
+                             "than 2x apart"),
+              std::string::npos)
+        << out.str();
+}
+
 TEST(Tuner, CommandLineRejectsABadDuration) {
     TempDir dir;
     pid_t pid = spawn_kiln({"tune", "blur", "--time", "8x", "--db", dir / "k.db"}, dir / "log");

@@ -126,6 +126,25 @@ TEST(DbCommands, BestPrintsTheTopConfigsFastestFirst) {
     EXPECT_EQ(r.out.find("#3"), std::string::npos);
 }
 
+TEST(DbCommands, BestShowsTheMedianOfRepeatedMeasurementsAndFlagsUnstableConfigs) {
+    ScratchDir dir;
+    std::string path = dir.file("kiln.db");
+    {
+        Database db = Database::open(path);
+        int64_t t = db.target_id(test_target()), w = db.workload_id(test_workload());
+        int64_t lucky = test_config(db, 0), steady = test_config(db, 1);
+        for (double ms : {1.0, 30.0, 35.0})
+            db.record_measurement(ok_measurement(0, w, t, lucky, ms));
+        for (int i = 0; i < 3; i++)
+            db.record_measurement(ok_measurement(0, w, t, steady, 5.0));
+    }
+    Result r = kiln_cli({"db", "best", "matmul", "--db", path});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_CONTAINS(r.out, "#1  5 ms (median of 3 measurements, 5 ms .. 5 ms)  config cfg1");
+    EXPECT_CONTAINS(r.out,
+                    "#2  30 ms (median of 3 measurements, 1 ms .. 35 ms, unstable)  config cfg0");
+}
+
 TEST(DbCommands, ShowPrintsRunsStatisticsAndHistory) {
     ScratchDir dir;
     std::string db = dir.file("kiln.db");

@@ -322,6 +322,8 @@ TEST(TuningDB, RecordsMeasurementsAndFindsTheBestAndTheHistory) {
     EXPECT_EQ(best->measurement.times_ms, (std::vector<double>{1.5 * 1.01, 1.5, 1.5 * 0.99}));
     EXPECT_DOUBLE_EQ(best->measurement.compile_ms, 12.5);
     EXPECT_EQ(best->measurement.run_id, run);
+    EXPECT_DOUBLE_EQ(best->median_ms, 1.6); // the median of its two measurements, 1.5 and 1.7
+    EXPECT_EQ(best->measurements, 2);
 
     std::vector<BestConfig> top = db.top_k(w, t, 10);
     ASSERT_EQ(top.size(), 3u); // one entry per config, failed ones left out
@@ -350,6 +352,46 @@ TEST(TuningDB, RecordsMeasurementsAndFindsTheBestAndTheHistory) {
     EXPECT_EQ(db.best_trace_json(test_workload(), test_target()), best->config.trace_json);
     EXPECT_FALSE(db.best_trace_json(test_workload("conv"), test_target()));
     EXPECT_FALSE(db.find_workload(test_workload("conv")));
+}
+
+TEST(TuningDB, BestIsTheMedianOfEveryOkMeasurementSoALuckyFirstValueIsDemoted) {
+    ScratchDir dir;
+    Database db = Database::open(dir.file("kiln.db"));
+    int64_t t = db.target_id(test_target()), w = db.workload_id(test_workload());
+    int64_t run = db.create_run(w, t, "random", 1, 0, 0, "{}");
+    int64_t lucky = test_config(db, 0), steady = test_config(db, 1);
+    db.record_measurement(ok_measurement(run, w, t, lucky, 1.0)); // a lucky first timing
+    for (int i = 0; i < 3; i++)
+        db.record_measurement(ok_measurement(run, w, t, steady, 5.0));
+    db.record_measurement(ok_measurement(run, w, t, lucky, 30.0)); // its re-measurements
+    db.record_measurement(ok_measurement(run, w, t, lucky, 35.0));
+    db.record_measurement(failed_measurement(run, w, t, steady, Status::timeout, "over 1 s"));
+
+    std::optional<BestConfig> best = db.best(w, t);
+    ASSERT_TRUE(best);
+    EXPECT_EQ(best->config.hash, "cfg1");
+    EXPECT_DOUBLE_EQ(best->median_ms, 5.0);
+    EXPECT_EQ(best->measurements, 3); // the timeout does not count
+    EXPECT_FALSE(best->unstable());
+    EXPECT_EQ(db.best_trace_json(test_workload(), test_target()), best->config.trace_json);
+
+    std::vector<BestConfig> top = db.top_k(w, t, 5);
+    ASSERT_EQ(top.size(), 2u);
+    EXPECT_EQ(top[1].config.hash, "cfg0");
+    EXPECT_DOUBLE_EQ(top[1].median_ms, 30.0);
+    EXPECT_DOUBLE_EQ(top[1].min_ms, 1.0);
+    EXPECT_DOUBLE_EQ(top[1].max_ms, 35.0);
+    EXPECT_EQ(top[1].measurements, 3);
+    EXPECT_TRUE(top[1].unstable());                       // 35 / 1 > unstable_ratio
+    EXPECT_DOUBLE_EQ(top[1].measurement.median_ms, 30.0); // the middle measurement
+
+    // An even count: the mean of the two middle ones.
+    db.record_measurement(ok_measurement(run, w, t, steady, 7.0));
+    EXPECT_DOUBLE_EQ(db.best(w, t)->median_ms, 5.0);
+    db.record_measurement(ok_measurement(run, w, t, steady, 9.0));
+    db.record_measurement(ok_measurement(run, w, t, steady, 9.0));
+    EXPECT_DOUBLE_EQ(db.best(w, t)->median_ms, 6.0);
+    EXPECT_FALSE(db.best(w, t)->unstable()); // 9 / 5 is within unstable_ratio
 }
 
 TEST(TuningDB, StatisticsCountStatusesTrialsAndStrategies) {
