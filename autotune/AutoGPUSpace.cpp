@@ -23,13 +23,6 @@ namespace kiln::autotune {
 
 namespace {
 
-int64_t floor_pow2(int64_t v) {
-    int64_t p = 1;
-    while (p * 2 <= v)
-        p *= 2;
-    return p;
-}
-
 VarOrRVar V(const std::string &n) {
     return VarOrRVar(n, false);
 }

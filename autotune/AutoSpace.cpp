@@ -12,13 +12,6 @@ namespace kiln::autotune {
 
 namespace {
 
-int64_t floor_pow2(int64_t v) {
-    int64_t p = 1;
-    while (p * 2 <= v)
-        p *= 2;
-    return p;
-}
-
 /// What the space needs to know about the pipeline, read once from a built instance.
 struct Shape {
     std::string out;               ///< output Func name

@@ -109,6 +109,13 @@ void SearchSpace::add_divisors(const std::string &name, int64_t n, int64_t lo, i
     add_knob(std::move(k));
 }
 
+int64_t floor_pow2(int64_t v) {
+    int64_t p = 1;
+    while (p <= v / 2)
+        p *= 2;
+    return p;
+}
+
 void SearchSpace::add_powers_of_two(const std::string &name, int64_t lo, int64_t hi) {
     Knob k{name, Knob::Kind::integer, {}};
     for (int64_t v = std::max<int64_t>(1, lo); v <= hi; v *= 2)

@@ -29,6 +29,10 @@
 
 namespace kiln::autotune {
 
+/// The largest power of two not above v (1 when v < 2): the top of a tile-size knob that must
+/// fit an extent.
+int64_t floor_pow2(int64_t v);
+
 /// One knob: a name and its finite list of values.
 struct Knob {
     enum class Kind { integer, choice, boolean, permutation };
