@@ -7,7 +7,8 @@
 //
 // One iteration is one program whose one kernel computes kExpressions expressions (PoCL compiles
 // a program and its kernel in hundreds of milliseconds, so expressions are batched).
-// KILN_FUZZ_ITERATIONS scales a run and KILN_FUZZ_SEED changes its seed; iteration i uses
+// KILN_FUZZ_ITERATIONS scales a run, KILN_FUZZ_SECONDS caps its time (tests/lang/FuzzBudget.h)
+// and KILN_FUZZ_SEED changes its seed; iteration i uses
 // seed + i, so a failure reproduces with KILN_FUZZ_SEED set to that sum and
 // KILN_FUZZ_ITERATIONS=1. A failure prints the expression, the inputs and its kernel alone.
 #include <gtest/gtest.h>
@@ -29,6 +30,7 @@
 #include "lang/IRPrinter.h"
 #include "tests/codegen/DeviceRandomExpr.h"
 #include "tests/codegen/DeviceTestUtil.h"
+#include "tests/lang/FuzzBudget.h"
 #include "tests/lang/RandomExpr.h"
 
 namespace kiln {
@@ -441,10 +443,13 @@ void fuzz(const char *what, uint64_t default_seed, uint64_t default_iterations, 
     }
     FuzzStats stats;
     int failures = 0;
-    for (uint64_t i = 0; i < iterations && failures < 3; i++) {
+    test::FuzzBudget budget;
+    uint64_t i = 0;
+    for (; i < iterations && failures < 3 && !budget.spent(); i++) {
         Batch b = make_batch(seed + i, transcendental);
         run_batch(*runner, b, seed + i, ulps, stats, failures);
     }
+    budget.report(what, i, iterations);
     std::printf("[ device fuzz, %s ] seed %llu: %llu programs, %llu expressions, %llu lanes "
                 "checked\n",
                 what, (unsigned long long)seed, (unsigned long long)stats.programs,

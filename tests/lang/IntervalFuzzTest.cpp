@@ -9,7 +9,8 @@
 // widened to int64, and a sample whose int32 value differs from its int64 value is skipped and
 // counted (the generator keeps magnitudes small, so there are few).
 //
-// Knobs: KILN_FUZZ_ITERATIONS (expressions per test) and KILN_FUZZ_SEED. Iteration i of seed s
+// Knobs: KILN_FUZZ_ITERATIONS (expressions per test), KILN_FUZZ_SECONDS (a time cap per test,
+// FuzzBudget.h) and KILN_FUZZ_SEED. Iteration i of seed s
 // uses the seed s + i, so a failure is reproduced by that seed and one iteration.
 #include "lang/Interval.h"
 
@@ -25,6 +26,7 @@
 #include "lang/IRMutator.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
+#include "tests/lang/FuzzBudget.h"
 #include "tests/lang/RandomExpr.h"
 
 namespace kiln {
@@ -198,7 +200,9 @@ TEST(IntervalFuzz, ConstantIntervalsContainEverySampledValue) {
     FuzzConfig config = fuzz_config(20240611);
     Stats stats;
     stats.exact = 0;
-    for (uint64_t it = 0; it < config.iterations && !HasFailure(); it++) {
+    test::FuzzBudget budget;
+    uint64_t it = 0;
+    for (; it < config.iterations && !HasFailure() && !budget.spent(); it++) {
         std::mt19937_64 rng(config.seed + it);
         Trial trial("ConstantIntervalsContainEverySampledValue", config, it);
         trial.e = random_expr(rng, 50);
@@ -230,13 +234,16 @@ TEST(IntervalFuzz, ConstantIntervalsContainEverySampledValue) {
         stats.upper_bounded += hi.has_value();
         *stats.exact += lo && hi && seen_lo == lo && seen_hi == hi;
     }
+    budget.report("constant ranges", it, config.iterations);
     std::cout << "[ interval fuzz, constant ranges ] " << stats << "\n";
 }
 
 TEST(IntervalFuzz, SymbolicIntervalsContainEverySampledValue) {
     FuzzConfig config = fuzz_config(977);
     Stats stats;
-    for (uint64_t it = 0; it < config.iterations && !HasFailure(); it++) {
+    test::FuzzBudget budget;
+    uint64_t it = 0;
+    for (; it < config.iterations && !HasFailure() && !budget.spent(); it++) {
         std::mt19937_64 rng(config.seed + it);
         Trial trial("SymbolicIntervalsContainEverySampledValue", config, it);
         // With t in [-10, 10] the variables stay within [-70, 70].
@@ -289,6 +296,7 @@ TEST(IntervalFuzz, SymbolicIntervalsContainEverySampledValue) {
         stats.lower_bounded += trial.bounds.min.defined();
         stats.upper_bounded += trial.bounds.max.defined();
     }
+    budget.report("symbolic ranges", it, config.iterations);
     std::cout << "[ interval fuzz, symbolic ranges ] " << stats << "\n";
 }
 
@@ -351,7 +359,9 @@ TEST(IntervalFuzz, SingleUseMonotoneExpressionsGetExactBounds) {
     FuzzConfig config = fuzz_config(4242);
     Stats stats;
     uint64_t symbolic = 0;
-    for (uint64_t it = 0; it < config.iterations && !HasFailure(); it++) {
+    test::FuzzBudget budget;
+    uint64_t it = 0;
+    for (; it < config.iterations && !HasFailure() && !budget.spent(); it++) {
         std::mt19937_64 rng(config.seed + it);
         MonotoneGenerator gen(rng, pick(rng, 0, 1) == 0);
         Trial trial("SingleUseMonotoneExpressionsGetExactBounds", config, it);
@@ -405,6 +415,7 @@ TEST(IntervalFuzz, SingleUseMonotoneExpressionsGetExactBounds) {
         stats.expressions++;
         symbolic += is_symbolic;
     }
+    budget.report("exact monotone", it, config.iterations);
     std::cout << "[ interval fuzz, exact monotone ] " << stats.expressions << " expressions ("
               << symbolic << " with symbolic ranges), " << stats.samples << " corners checked, "
               << stats.overflowed << " overflowing corners skipped; all bounds exact\n";

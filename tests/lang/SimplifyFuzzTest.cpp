@@ -6,9 +6,9 @@
 // values, because the simplifier assumes that those types do not overflow; narrow and unsigned
 // types get any value and must be simplified exactly under wrapping.
 //
-// KILN_FUZZ_ITERATIONS scales a run (the default is quick enough for CI) and KILN_FUZZ_SEED
-// changes its seed. Iteration i uses seed + i, so a failure reproduces with KILN_FUZZ_SEED set to
-// that sum and one iteration.
+// KILN_FUZZ_ITERATIONS scales a run (the default is quick enough for CI), KILN_FUZZ_SECONDS caps
+// its time (FuzzBudget.h) and KILN_FUZZ_SEED changes its seed. Iteration i uses seed + i, so a
+// failure reproduces with KILN_FUZZ_SEED set to that sum and one iteration.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -21,6 +21,7 @@
 #include "lang/IRPrinter.h"
 #include "lang/IRVisitor.h"
 #include "lang/Simplify.h"
+#include "tests/lang/FuzzBudget.h"
 #include "tests/lang/RandomExpr.h"
 
 namespace kiln {
@@ -155,7 +156,9 @@ void fuzz(const char *what, uint64_t default_seed, uint64_t default_iterations, 
     FuzzRun run = fuzz_run(default_seed, default_iterations);
     Stats stats;
     int failures = 0;
-    for (uint64_t i = 0; i < run.iterations && failures < 3; i++) {
+    test::FuzzBudget budget;
+    uint64_t i = 0;
+    for (; i < run.iterations && failures < 3 && !budget.spent(); i++) {
         std::mt19937_64 rng(run.seed + i);
         test::RandomExprOptions options;
         options.var_limit = kVarLimit;
@@ -186,6 +189,7 @@ void fuzz(const char *what, uint64_t default_seed, uint64_t default_iterations, 
             failures++;
         }
     }
+    budget.report(what, i, run.iterations);
     report(what, run, stats);
 }
 
@@ -273,7 +277,9 @@ TEST(SimplifyFuzz, ConstantExpressionsFoldToTheEvaluatorsValue) {
     FuzzRun run = fuzz_run(3000001, 10000);
     Stats stats;
     int failures = 0;
-    for (uint64_t i = 0; i < run.iterations && failures < 3; i++) {
+    test::FuzzBudget budget;
+    uint64_t i = 0;
+    for (; i < run.iterations && failures < 3 && !budget.spent(); i++) {
         std::mt19937_64 rng(run.seed + i);
         ConstantTreeGenerator gen(rng);
         Expr e = gen.tree(gen.random_type(), 1 + int(rng() % 4));
@@ -291,6 +297,7 @@ TEST(SimplifyFuzz, ConstantExpressionsFoldToTheEvaluatorsValue) {
             failures++;
         }
     }
+    budget.report("constants", i, run.iterations);
     report("constants", run, stats);
 }
 

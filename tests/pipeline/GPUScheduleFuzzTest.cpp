@@ -25,6 +25,7 @@
 //
 // Knobs (the defaults are what CI runs):
 //   KILN_FUZZ_ITERATIONS=n   schedules (default 150)
+//   KILN_FUZZ_SECONDS=t      starts no schedule after t seconds (tests/lang/FuzzBudget.h)
 //   KILN_FUZZ_SEED=s         the first seed (default 1); seed s always gives the same pipeline
 //                            and schedule, so KILN_FUZZ_SEED=s KILN_FUZZ_ITERATIONS=1 replays one
 //   KILN_FUZZ_VERBOSE=1      prints every schedule as C++
@@ -55,6 +56,7 @@
 #include "lang/IRVisitor.h"
 #include "schedule/OffloadGPULoops.h"
 #include "schedule/VerifyLowered.h"
+#include "tests/lang/FuzzBudget.h"
 #include "tests/pipeline/GPUTestUtil.h"
 
 namespace kiln {
@@ -1732,7 +1734,9 @@ TEST(GPUScheduleFuzz, RandomGPUSchedulesMatchTheReferenceEvaluator) {
     feature_counts.clear();
     int failures = 0;
     std::vector<uint64_t> failed;
-    for (int i = 0; i < iterations; i++) {
+    kiln::test::FuzzBudget budget;
+    int i = 0;
+    for (; i < iterations && !budget.spent(); i++) {
         Case c;
         c.seed = seed + uint64_t(i);
         c.pipeline = pipeline_of(c.seed);
@@ -1754,9 +1758,10 @@ TEST(GPUScheduleFuzz, RandomGPUSchedulesMatchTheReferenceEvaluator) {
             std::fflush(stdout);
         }
     }
+    budget.report("GPU schedules", uint64_t(i), uint64_t(iterations));
     std::printf("[ fuzz ] %d GPU schedules from seed %llu, %d failed, %.1f s (compile %.1f s, "
                 "run %.1f s, %d CUDA checks %.1f s), %d kernels\n",
-                iterations, static_cast<unsigned long long>(seed), failures, seconds_since(start),
+                i, static_cast<unsigned long long>(seed), failures, seconds_since(start),
                 timings.compile, timings.run, timings.cuda_checks, timings.cuda, timings.kernels);
     if (!failed.empty()) {
         std::string list;

@@ -5,6 +5,7 @@
 //
 // Knobs (the defaults are what CI runs):
 //   KILN_FUZZ_ITERATIONS=n  schedules per test (default 300)
+//   KILN_FUZZ_SECONDS=t     starts no schedule after t seconds (tests/lang/FuzzBudget.h)
 //   KILN_FUZZ_SEED=s        the first seed (default 1); seed s always gives the same pipeline and
 //                           schedule, so KILN_FUZZ_SEED=s KILN_FUZZ_ITERATIONS=1 replays one case
 //   KILN_FUZZ_VERBOSE=1     prints every schedule as C++
@@ -33,6 +34,7 @@
 #include "lang/IREquality.h"
 #include "lang/IRVisitor.h"
 #include "schedule/VerifyLowered.h"
+#include "tests/lang/FuzzBudget.h"
 
 namespace kiln {
 namespace {
@@ -1384,7 +1386,9 @@ void fuzz(const char *what, const std::function<std::string(Case &)> &run_one) {
     timings = {};
     int failures = 0;
     std::vector<int> per_pipeline(corpus().size());
-    for (int i = 0; i < iterations; i++) {
+    kiln::test::FuzzBudget budget;
+    int i = 0;
+    for (; i < iterations && !budget.spent(); i++) {
         Case c;
         c.seed = seed + uint64_t(i);
         c.pipeline = pipeline_of(c.seed);
@@ -1400,10 +1404,11 @@ void fuzz(const char *what, const std::function<std::string(Case &)> &run_one) {
             std::fflush(stdout);
         }
     }
+    budget.report(what, uint64_t(i), uint64_t(iterations));
     std::printf("[ fuzz ] %s: %d schedules from seed %llu, %d failed, %.1f s (compile %.1f s, "
                 "run %.1f s)\n",
-                what, iterations, static_cast<unsigned long long>(seed), failures,
-                seconds_since(start), timings.compile, timings.run);
+                what, i, static_cast<unsigned long long>(seed), failures, seconds_since(start),
+                timings.compile, timings.run);
     std::string used;
     for (auto &[p, n] : timings.primitives)
         used += (used.empty() ? "" : ", ") + p + " " + std::to_string(n);
