@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <random>
 #include <set>
@@ -16,6 +17,7 @@
 #include <unordered_map>
 
 #include "lang/Error.h"
+#include "tuning_db/RunState.h"
 
 namespace kiln::tuning_db {
 
@@ -137,12 +139,26 @@ UPDATE tuning_runs SET owner_pid = json_extract(state_json, '$.owner.pid'),
                        owner_start = json_extract(state_json, '$.owner.start')
     WHERE json_valid(state_json) AND json_type(state_json, '$.owner') = 'object';
 )sql",
+    // Version 4: a run's state is saved incrementally (tuning_db/RunState.h): the elements of its
+    // record lists, one row each, the rest in state_json. A state saved whole by an older version
+    // is read as it is and split at its next save.
+    R"sql(
+CREATE TABLE run_state_items (
+    run_id INTEGER NOT NULL REFERENCES tuning_runs(id),
+    path TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    item TEXT NOT NULL,
+    PRIMARY KEY (run_id, path, seq)) WITHOUT ROWID;
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Database::schema_version,
               "one migration script per schema version");
 // The oldest schema version read commands open as it is: later versions only added columns that
-// no read query selects (the run owner, version 3).
+// no read query selects (the run owner, version 3) and a table read only when it exists (the run
+// state's rows, version 4).
 constexpr int64_t kOldestReadableVersion = 2;
+// The first schema version with the table run_state_items.
+constexpr int64_t kRunStateItemsVersion = 4;
 
 struct StmtDeleter {
     void operator()(sqlite3_stmt *s) const noexcept { sqlite3_finalize(s); }
@@ -187,6 +203,10 @@ Status status_from_string(const std::string &name) {
 struct Database::Impl {
     sqlite3 *db = nullptr;
     std::string path;
+    int64_t version = 0; ///< the file's schema version once opened
+    /// Per run, per record list: the hash of each element stored, as this connection last wrote
+    /// or read them (checked against the file's row count before use).
+    std::map<int64_t, std::map<std::string, std::vector<size_t>>> stored_lists;
     std::unordered_map<std::string, CachedStmt> cache;
 
     ~Impl() {
@@ -420,6 +440,46 @@ RunRecord read_run(const Query &q) {
     return r;
 }
 
+/// A run's state as saved: its base (state_json) with the elements of its record lists put back
+/// (tuning_db/RunState.h). A state saved whole (an older version, an import) is returned as is.
+std::string assembled_state(Database::Impl &db, int64_t run_id, const std::string &base) {
+    if (db.version < kRunStateItemsVersion) return base;
+    std::map<std::string, std::vector<std::string>> lists;
+    Query q(db, "SELECT path, item FROM run_state_items WHERE run_id = ? ORDER BY path, seq");
+    q.bind(run_id);
+    while (q.step())
+        lists[q.text(0)].push_back(q.text(1));
+    if (lists.empty()) return base;
+    try {
+        return run_state::join(json::parse(base), lists).dump();
+    } catch (const json::exception &e) {
+        db.fail_user(detail::str("tuning run ", run_id, ": its saved state is malformed: ",
+                                 e.what(), "; rerun with --no-resume to start a fresh run"));
+    }
+}
+
+/// The record lists of a run as stored: hashes of their elements, from this connection's cache
+/// when every list's row count in the file still matches it, else read again.
+std::map<std::string, std::vector<size_t>> stored_lists(Database::Impl &db, int64_t run_id) {
+    auto it = db.stored_lists.find(run_id);
+    if (it != db.stored_lists.end()) {
+        bool current = true;
+        for (const auto &[path, hashes] : it->second) {
+            Query q(db, "SELECT coalesce(max(seq) + 1, 0) FROM run_state_items WHERE run_id = ? "
+                        "AND path = ?");
+            q.bind(run_id, path).step();
+            current = current && q.i64(0) == int64_t(hashes.size());
+        }
+        if (current) return it->second;
+    }
+    std::map<std::string, std::vector<size_t>> out;
+    Query q(db, "SELECT path, item FROM run_state_items WHERE run_id = ? ORDER BY path, seq");
+    q.bind(run_id);
+    while (q.step())
+        out[q.text(0)].push_back(std::hash<std::string>()(q.text(1)));
+    return out;
+}
+
 const char *const kWorkloadSummary =
     "SELECT w.id, w.op, w.algorithm_hash, w.shape, w.types, count(m.id), "
     "coalesce(sum(m.status = 'ok'), 0), min(CASE WHEN m.status = 'ok' THEN m.median_ms END) "
@@ -540,6 +600,7 @@ Database Database::open_database(const std::string &path, bool read_only) {
                                     : "a write command (`kiln tune`, `kiln db import`) migrates it "
                                       "first; read commands never change the file"));
         db.exec("PRAGMA foreign_keys=ON", "configuring");
+        db.version = *v;
         return Database(std::move(impl));
     }
     // journal_mode=WAL needs a lock briefly; it persists in the file once set.
@@ -597,6 +658,7 @@ Database Database::open_database(const std::string &path, bool read_only) {
             q.bind(int64_t(schema_version)).run();
         });
     }
+    db.version = schema_version;
     return Database(std::move(impl));
 }
 
@@ -1048,14 +1110,56 @@ RunClaim Database::claim_run(int64_t run_id, const RunOwner &me) {
 void Database::update_run_state(int64_t run_id, const std::string &state_json, int64_t trials_done,
                                 double elapsed_s) {
     Impl &db = *impl_;
+    // A state that is not JSON (no strategy writes one) is stored whole, as before version 4.
+    run_state::Split split;
+    bool whole = false;
+    try {
+        split = run_state::split(json::parse(state_json));
+    } catch (const json::exception &) {
+        whole = true;
+    }
+    std::string base = whole ? state_json : split.base.dump();
+    std::map<std::string, std::vector<size_t>> stored;
     db.write("saving a tuning run's state", [&] {
         Query(db, "UPDATE tuning_runs SET state_json = ?, trials_done = ?, elapsed_s = ?, "
                   "updated_us = ? WHERE id = ?")
-            .bind(state_json, trials_done, elapsed_s, now_us(), run_id)
+            .bind(base, trials_done, elapsed_s, now_us(), run_id)
             .run();
         if (sqlite3_changes(db.db) == 0)
             db.fail_user(detail::str("update_run_state: no tuning run with id ", run_id));
+        stored = stored_lists(db, run_id);
+        for (auto it = stored.begin(); it != stored.end();) {
+            if (split.lists.count(it->first)) {
+                ++it;
+                continue;
+            }
+            Query(db, "DELETE FROM run_state_items WHERE run_id = ? AND path = ?")
+                .bind(run_id, it->first)
+                .run();
+            it = stored.erase(it);
+        }
+        for (const auto &[path, items] : split.lists) {
+            std::vector<size_t> &have = stored[path];
+            size_t same = 0;
+            while (same < have.size() && same < items.size() &&
+                   have[same] == std::hash<std::string>()(items[same]))
+                same++;
+            if (same < have.size()) {
+                Query(db, "DELETE FROM run_state_items WHERE run_id = ? AND path = ? AND seq >= ?")
+                    .bind(run_id, path, int64_t(same))
+                    .run();
+                have.resize(same);
+            }
+            for (size_t i = same; i < items.size(); i++) {
+                Query(db, "INSERT INTO run_state_items (run_id, path, seq, item) "
+                          "VALUES (?, ?, ?, ?)")
+                    .bind(run_id, path, int64_t(i), items[i])
+                    .run();
+                have.push_back(std::hash<std::string>()(items[i]));
+            }
+        }
     });
+    db.stored_lists[run_id] = std::move(stored);
 }
 
 void Database::finish_run(int64_t run_id) {
@@ -1076,7 +1180,9 @@ std::optional<RunRecord> Database::run(int64_t run_id) const {
     return db.read("reading a tuning run", [&]() -> std::optional<RunRecord> {
         Query q(db, std::string("SELECT ") + kRunColumns + " FROM tuning_runs WHERE id = ?");
         if (!q.bind(run_id).step()) return std::nullopt;
-        return read_run(q);
+        RunRecord r = read_run(q);
+        r.state_json = assembled_state(db, r.id, r.state_json);
+        return std::optional<RunRecord>(std::move(r));
     });
 }
 
@@ -1089,7 +1195,9 @@ std::optional<RunRecord> Database::latest_run(int64_t workload_id, int64_t targe
                         "strategy = ? AND finished_us IS NULL ORDER BY started_us DESC, id DESC "
                         "LIMIT 1");
         if (!q.bind(workload_id, target_id, strategy).step()) return std::nullopt;
-        return read_run(q);
+        RunRecord r = read_run(q);
+        r.state_json = assembled_state(db, r.id, r.state_json);
+        return std::optional<RunRecord>(std::move(r));
     });
 }
 
@@ -1103,6 +1211,8 @@ std::vector<RunRecord> Database::runs(int64_t workload_id, int64_t target_id) co
         q.bind(workload_id, target_id, target_id);
         while (q.step())
             out.push_back(read_run(q));
+        for (RunRecord &r : out)
+            r.state_json = assembled_state(db, r.id, r.state_json);
         return out;
     });
 }
@@ -1184,6 +1294,7 @@ json Database::export_json(const Filter &filter) const {
             bind(q);
             while (q.step()) {
                 RunRecord r = read_run(q);
+                r.state_json = assembled_state(db, r.id, r.state_json);
                 target_ids.insert(r.target_id);
                 workload_ids.insert(r.workload_id);
                 runs.push_back({{"uuid", r.uuid},

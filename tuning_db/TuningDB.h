@@ -217,7 +217,7 @@ struct ImportSummary {
 class Database {
 public:
     /// The schema version this build writes. Older databases are migrated on open.
-    static constexpr int schema_version = 3;
+    static constexpr int schema_version = 4;
     /// The export format version (export_json's "format_version").
     static constexpr int export_format_version = 1;
 
@@ -296,6 +296,9 @@ public:
     /// Raises for an unknown run.
     RunClaim claim_run(int64_t run_id, const RunOwner &me = RunOwner::this_process());
     /// Saves the strategy state (committed before returning). Raises for an unknown run.
+    /// Incremental: the state's record lists (tuning_db/RunState.h) are stored one row per
+    /// element, and only the elements after the longest unchanged prefix are written, so a
+    /// commit writes what is new, not the whole state. run() and export give the state whole.
     void update_run_state(int64_t run_id, const std::string &state_json, int64_t trials_done,
                           double elapsed_s);
     /// Marks the run finished (a finished run is not offered for resume).

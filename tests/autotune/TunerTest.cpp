@@ -704,6 +704,24 @@ TEST(Tuner, TheSummaryGivesTheBestAsAMedianAndFlagsAnUnstableConfig) {
         << out.str();
 }
 
+TEST(Tuner, TheModelStrategysStateSavedIncrementallyIsRestoredAsItWas) {
+    TempDir dir;
+    std::ostringstream out, err;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.strategy = "model";
+    o.trials = 6;
+    TuneResult r = tune(o, out, err);
+    // Its samples (one per ok trial) are stored as rows of their own, and read back whole: a
+    // resumed run restores the state the last commit saved.
+    auto db = tuning_db::Database::open_existing(o.db_path);
+    nlohmann::json state = nlohmann::json::parse(db.run(r.run_id)->state_json);
+    ASSERT_TRUE(state.contains("strategy")) << state.dump();
+    EXPECT_FALSE(state["strategy"]["samples"].empty()) << state.dump();
+    std::unique_ptr<Strategy> s = make_strategy("model", 1);
+    s->restore(state["strategy"]);
+    EXPECT_EQ(s->state(), state["strategy"]);
+}
+
 TEST(Tuner, CommandLineRejectsABadDuration) {
     TempDir dir;
     pid_t pid = spawn_kiln({"tune", "blur", "--time", "8x", "--db", dir / "k.db"}, dir / "log");

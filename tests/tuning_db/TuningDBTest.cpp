@@ -156,7 +156,8 @@ TEST(TuningDB, AVersion2DatabaseIsReadAsItIsAndMigratedWithItsRunOwners) {
     // What schema version 2 wrote: no owner columns; an older kiln kept the owner in state_json
     // (here: this process, alive).
     RunOwner me = RunOwner::this_process();
-    raw_sql(path, "ALTER TABLE tuning_runs DROP COLUMN owner_pid; "
+    raw_sql(path, "DROP TABLE run_state_items; "
+                  "ALTER TABLE tuning_runs DROP COLUMN owner_pid; "
                   "ALTER TABLE tuning_runs DROP COLUMN owner_host; "
                   "ALTER TABLE tuning_runs DROP COLUMN owner_start; "
                   "UPDATE schema_version SET version = 2; "
@@ -175,7 +176,7 @@ TEST(TuningDB, AVersion2DatabaseIsReadAsItIsAndMigratedWithItsRunOwners) {
     EXPECT_EQ(raw_count(path, "SELECT max(version) FROM schema_version"), 2);
     // A write open migrates it; the owner recorded in state_json is the run's owner.
     Database db = Database::open(path);
-    EXPECT_EQ(raw_count(path, "SELECT max(version) FROM schema_version"), 3);
+    EXPECT_EQ(raw_count(path, "SELECT max(version) FROM schema_version"), Database::schema_version);
     EXPECT_EQ(
         raw_count(path, "SELECT owner_pid FROM tuning_runs WHERE id = " + std::to_string(open_run)),
         me.pid);
@@ -761,6 +762,92 @@ TEST(TuningDB, MovedFromDatabaseIsSafeToDestroy) {
     EXPECT_EQ(b.integrity_check(), "ok");
     a = std::move(b);
     EXPECT_EQ(a.statistics().measurements, 0);
+}
+
+TEST(TuningDB, RunStateIsSavedIncrementallyAndReadBackWhole) {
+    ScratchDir dir;
+    std::string path = dir.file("kiln.db");
+    Database db = Database::open(path);
+    int64_t t = db.target_id(test_target()), w = db.workload_id(test_workload());
+    int64_t run = db.create_run(w, t, "model", 1, 0, 0, "{}");
+    // Count the bytes each commit writes into the run's state: its base and its element rows.
+    raw_sql(path, "CREATE TABLE written (bytes INTEGER NOT NULL); INSERT INTO written VALUES (0); "
+                  "CREATE TRIGGER count_items AFTER INSERT ON run_state_items BEGIN UPDATE "
+                  "written SET bytes = bytes + length(NEW.item); END; "
+                  "CREATE TRIGGER count_state AFTER UPDATE OF state_json ON tuning_runs BEGIN "
+                  "UPDATE written SET bytes = bytes + length(NEW.state_json); END;");
+    nlohmann::json state = {
+        {"strategy", {{"rng", std::string(300, '7')}, {"samples", nlohmann::json::array()}}},
+        {"owner", {{"pid", 12}}}};
+    std::vector<int64_t> per_commit;
+    for (int i = 0; i < 300; i++) {
+        // One sample more per trial, as the model strategy adds (about 350 bytes).
+        state["strategy"]["samples"].push_back({{"config", {i % 7, i % 5, 3}},
+                                                {"features", std::vector<float>(24, 0.5f)},
+                                                {"score", -0.25}});
+        int64_t before = raw_count(path, "SELECT bytes FROM written");
+        db.update_run_state(run, state.dump(), i + 1, i);
+        per_commit.push_back(raw_count(path, "SELECT bytes FROM written") - before);
+        if (i % 100 == 0) EXPECT_EQ(db.run(run)->state_json, state.dump()) << i;
+    }
+    // The bytes written per commit do not grow with the number of commits.
+    EXPECT_EQ(per_commit[299], per_commit[1]);
+    EXPECT_GT(int64_t(state.dump().size()), 50 * per_commit[299]);
+    EXPECT_EQ(raw_count(path, "SELECT count(*) FROM run_state_items"), 300);
+    EXPECT_LT(raw_count(path, "SELECT length(state_json) FROM tuning_runs"), 400);
+    EXPECT_EQ(db.run(run)->state_json, state.dump());
+    EXPECT_EQ(db.latest_run(w, t, "model")->state_json, state.dump());
+
+    // A change in the middle rewrites from there on; a list that goes away leaves no rows.
+    state["strategy"]["samples"][250]["score"] = 1.5;
+    db.update_run_state(run, state.dump(), 301, 301);
+    EXPECT_EQ(db.run(run)->state_json, state.dump());
+    state["strategy"]["samples"].erase(state["strategy"]["samples"].begin() + 10,
+                                       state["strategy"]["samples"].end());
+    db.update_run_state(run, state.dump(), 302, 302);
+    EXPECT_EQ(raw_count(path, "SELECT count(*) FROM run_state_items"), 10);
+    EXPECT_EQ(db.run(run)->state_json, state.dump());
+
+    // Another connection (a resumed tuner) reads the same state, and saves on top of it.
+    {
+        Database other = Database::open(path);
+        EXPECT_EQ(other.run(run)->state_json, state.dump());
+        state["strategy"]["samples"].push_back({{"config", {1}}, {"score", 2}});
+        other.update_run_state(run, state.dump(), 303, 303);
+    }
+    state["strategy"].erase("samples");
+    db.update_run_state(run, state.dump(), 304, 304); // its cache is stale: read again
+    EXPECT_EQ(raw_count(path, "SELECT count(*) FROM run_state_items"), 0);
+    EXPECT_EQ(Database::open_existing(path).run(run)->state_json, state.dump());
+    // Not JSON (no strategy writes that): stored whole.
+    db.update_run_state(run, "not json", 305, 305);
+    EXPECT_EQ(db.run(run)->state_json, "not json");
+    EXPECT_EQ(db.integrity_check(), "ok");
+}
+
+TEST(TuningDB, AVersion3RunStateIsReadAsItIsAndSplitAtItsNextSave) {
+    ScratchDir dir;
+    std::string path = dir.file("v3.db");
+    nlohmann::json state = {{"strategy", {{"rng", "1 2 3"}, {"samples", nlohmann::json::array()}}}};
+    for (int i = 0; i < 20; i++)
+        state["strategy"]["samples"].push_back({{"config", {i}}, {"score", i}});
+    int64_t run;
+    {
+        Database db = Database::open(path);
+        run = db.create_run(db.workload_id(test_workload()), db.target_id(test_target()), "model",
+                            1, 0, 0, state.dump()); // stored whole, as version 3 did
+    }
+    raw_sql(path, "DROP TABLE run_state_items; UPDATE schema_version SET version = 3;");
+    std::string before = bytes_of(path);
+    EXPECT_EQ(Database::open_existing(path).run(run)->state_json, state.dump());
+    EXPECT_EQ(bytes_of(path), before); // read as it is, not migrated
+    Database db = Database::open(path);
+    EXPECT_EQ(raw_count(path, "SELECT max(version) FROM schema_version"), 4);
+    EXPECT_EQ(db.run(run)->state_json, state.dump());
+    db.update_run_state(run, state.dump(), 20, 1);
+    EXPECT_EQ(raw_count(path, "SELECT count(*) FROM run_state_items"), 20);
+    EXPECT_EQ(db.run(run)->state_json, state.dump());
+    EXPECT_EQ(db.export_json()["runs"][0]["state"], state.dump());
 }
 
 } // namespace
