@@ -603,21 +603,6 @@ Database Database::open_database(const std::string &path, bool read_only) {
         db.version = *v;
         return Database(std::move(impl));
     }
-    // journal_mode=WAL needs a lock briefly; it persists in the file once set.
-    std::string mode = db.read("setting WAL mode", [&] {
-        Query q(db, "PRAGMA journal_mode=WAL");
-        if (!q.step()) return std::string();
-        return q.text(0);
-    });
-    if (mode != "wal")
-        db.fail_user("cannot switch to WAL journal mode (got '" + mode +
-                     "'); is the file on a network file system?");
-    // FULL: a committed measurement survives a power loss too, not just a killed process.
-    db.read("configuring", [&] {
-        db.exec("PRAGMA synchronous=FULL", "configuring");
-        db.exec("PRAGMA foreign_keys=ON", "configuring");
-    });
-
     auto current_version = [&]() -> std::optional<int64_t> {
         Query t(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
                     "name = 'schema_version'");
@@ -628,6 +613,17 @@ Database Database::open_database(const std::string &path, bool read_only) {
             if (any.i64(0) != 0) {
                 db.fail_user("the file is an SQLite database but not a kiln tuning database (it "
                              "has tables but no schema_version table); pass another --db file");
+            }
+            // No tables, but marked by a program (views, indices, a user version or an
+            // application id): not an empty file either.
+            Query other(db, "SELECT (SELECT count(*) FROM sqlite_master) <> 0 OR "
+                            "(SELECT user_version FROM pragma_user_version) <> 0 OR "
+                            "(SELECT application_id FROM pragma_application_id) <> 0");
+            other.step();
+            if (other.i64(0) != 0) {
+                db.fail_user("the file is an SQLite database of another program (no kiln tables, "
+                             "but a schema, a user_version or an application_id of its own); "
+                             "pass another --db file");
             }
             return std::nullopt;
         }
@@ -644,8 +640,25 @@ Database Database::open_database(const std::string &path, bool read_only) {
         }
     };
 
+    // Before any change (the WAL switch writes the file's header): the file must be kiln's, or
+    // hold nothing yet (new or empty). Another program's file is refused with its bytes unchanged.
     std::optional<int64_t> v = db.read("reading the schema version", current_version);
     if (v) refuse_newer(*v);
+    // journal_mode=WAL needs a lock briefly; it persists in the file once set.
+    std::string mode = db.read("setting WAL mode", [&] {
+        Query q(db, "PRAGMA journal_mode=WAL");
+        if (!q.step()) return std::string();
+        return q.text(0);
+    });
+    if (mode != "wal")
+        db.fail_user("cannot switch to WAL journal mode (got '" + mode +
+                     "'); is the file on a network file system?");
+    // FULL: a committed measurement survives a power loss too, not just a killed process.
+    db.read("configuring", [&] {
+        db.exec("PRAGMA synchronous=FULL", "configuring");
+        db.exec("PRAGMA foreign_keys=ON", "configuring");
+    });
+
     if (!v || *v < schema_version) {
         db.write("creating or migrating the schema", [&] {
             std::optional<int64_t> from = current_version(); // again, under the write lock

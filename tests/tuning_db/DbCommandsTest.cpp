@@ -1,6 +1,7 @@
 #include "tools/DbCommands.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
@@ -143,6 +144,30 @@ TEST(DbCommands, BestShowsTheMedianOfRepeatedMeasurementsAndFlagsUnstableConfigs
     EXPECT_CONTAINS(r.out, "#1  5 ms (median of 3 measurements, 5 ms .. 5 ms)  config cfg1");
     EXPECT_CONTAINS(r.out,
                     "#2  30 ms (median of 3 measurements, 1 ms .. 35 ms, unstable)  config cfg0");
+}
+
+TEST(DbCommands, ImportIntoAnotherProgramsSQLiteFileLeavesItsBytesUnchanged) {
+    ScratchDir dir;
+    std::string db = dir.file("kiln.db"), json = dir.file("doc.json");
+    fill(db);
+    ASSERT_EQ(kiln_cli({"db", "export", json, "--db", db}).status, 0);
+    std::string foreign = dir.file("photos.db");
+    sqlite3 *handle = nullptr;
+    ASSERT_EQ(sqlite3_open(foreign.c_str(), &handle), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(handle,
+                           "CREATE TABLE photos (name TEXT); INSERT INTO photos VALUES "
+                           "('cat.jpg');",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(handle);
+    std::string before = read_file(foreign);
+    Result r = kiln_cli({"db", "import", json, "--db", foreign});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.err, "kiln: tuning database '" + foreign +
+                         "': the file is an SQLite database but not a kiln tuning database (it "
+                         "has tables but no schema_version table); pass another --db file\n");
+    EXPECT_EQ(read_file(foreign), before); // no WAL switch, no schema written into it
+    EXPECT_FALSE(std::filesystem::exists(foreign + "-wal"));
 }
 
 TEST(DbCommands, ShowPrintsRunsStatisticsAndHistory) {

@@ -850,5 +850,41 @@ TEST(TuningDB, AVersion3RunStateIsReadAsItIsAndSplitAtItsNextSave) {
     EXPECT_EQ(db.export_json()["runs"][0]["state"], state.dump());
 }
 
+TEST(TuningDB, WriteOpensRefuseAnotherProgramsFileBeforeChangingIt) {
+    ScratchDir dir;
+    std::string foreign = dir.file("other.db");
+    raw_sql(foreign, "CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('mine');");
+    std::string before = bytes_of(foreign);
+    EXPECT_CONTAINS(error_of([&] { Database::open(foreign); }),
+                    "is an SQLite database but not a kiln tuning database");
+    EXPECT_EQ(bytes_of(foreign), before); // not switched to WAL, no schema written
+    EXPECT_FALSE(has_side_files(foreign));
+
+    // No tables, but marked by its program.
+    std::string marked = dir.file("marked.db");
+    raw_sql(marked, "PRAGMA user_version = 7;");
+    before = bytes_of(marked);
+    EXPECT_EQ(error_of([&] { Database::open(marked); }),
+              "tuning database '" + marked +
+                  "': the file is an SQLite database of another program (no kiln tables, but a "
+                  "schema, a user_version or an application_id of its own); pass another --db "
+                  "file");
+    EXPECT_EQ(bytes_of(marked), before);
+
+    // Not SQLite at all.
+    std::string text = dir.file("notes.txt");
+    std::ofstream(text) << "not a database, and long enough to be read as a header............\n";
+    before = bytes_of(text);
+    EXPECT_CONTAINS(error_of([&] { Database::open(text); }), "is not an SQLite database");
+    EXPECT_EQ(bytes_of(text), before);
+
+    // An empty file holds nothing to lose: a write open makes it a kiln database.
+    std::string empty = dir.file("empty.db");
+    std::ofstream(empty).close();
+    Database db = Database::open(empty);
+    EXPECT_EQ(raw_count(empty, "SELECT max(version) FROM schema_version"),
+              Database::schema_version);
+}
+
 } // namespace
 } // namespace kiln::tuning_db
