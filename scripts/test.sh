@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, checks the module table and the formatting, then
-# configures, builds and runs the whole suite, first in the release configuration, then under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# configures, builds (warnings are errors: KILN_WERROR) and runs the whole suite, first in the
+# release configuration, then under AddressSanitizer + UndefinedBehaviorSanitizer.
 #   bash scripts/test.sh            # both configurations
 #   bash scripts/test.sh --fast     # release configuration only
 #   bash scripts/test.sh --long     # long fuzz runs: a million cases, at most 300 s per fuzz test
@@ -47,7 +47,7 @@ echo "== clang-format"
 git ls-files -z '*.h' '*.hpp' '*.c' '*.cc' '*.cpp' | xargs -0 clang-format --dry-run --Werror
 
 echo "== release build and tests"
-run_suite build -- -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run_suite build -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON
 if [ "$fast" = 0 ]; then
     echo "== sanitizer build (ASan + UBSan) and tests"
     # The release run above covers the fuzzers' full default counts; under the sanitizers they
@@ -61,5 +61,6 @@ if [ "$fast" = 0 ]; then
     # does not.
     KILN_FUZZ_ITERATIONS="${KILN_FUZZ_ITERATIONS:-150}" \
     ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 \
-        run_suite build-sanitize --repeat until-pass:2 -- -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON
+        run_suite build-sanitize --repeat until-pass:2 -- -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON \
+            -DKILN_WERROR=ON
 fi

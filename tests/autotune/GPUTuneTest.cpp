@@ -306,7 +306,9 @@ TEST(GPUTune, AutoGPUSpacePointsLowerToKernels) {
             }
         }
         EXPECT_EQ(lowered, 40) << c.op;
-        if (!c.block_producer.empty()) EXPECT_GT(with_block, 0) << c.op;
+        if (!c.block_producer.empty()) {
+            EXPECT_GT(with_block, 0) << c.op;
+        }
     }
 }
 
