@@ -23,7 +23,7 @@ OperatorInstance make_blur(const std::vector<int64_t> &shape, Type t, const std:
     ImageParam in(t, 2, "in");
     Var x("x"), y("y");
     Func blur_x("blur_x"), blur_y(name);
-    auto third = [&](Expr e) {
+    auto third = [&](const Expr &e) {
         return t.is_float() ? e * (1.f / 3.f) : e / make_const(t, int64_t(3));
     };
     blur_x(x, y) = third(in(x, y) + in(x + 1, y) + in(x + 2, y));

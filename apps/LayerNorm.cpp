@@ -22,12 +22,13 @@ OperatorInstance make_layernorm(const std::vector<int64_t> &shape) {
     ImageParam in(Float(32), 2, "in"), gamma(Float(32), 1, "gamma"), beta(Float(32), 1, "beta");
     Var x("x"), y("y");
     RowReduction sum = row_reduction(
-        "row_sum", [&](Expr cx, Expr cy) { return in(cx, cy); }, N, reduction_lanes, false);
+        "row_sum", [&](const Expr &cx, const Expr &cy) { return in(cx, cy); }, N, reduction_lanes,
+        false);
     Func mean("mean"), rstd("rstd"), out("layernorm");
     mean(y) = sum.total(y) * (1.f / float(N));
     RowReduction sq = row_reduction(
         "row_sq",
-        [&](Expr cx, Expr cy) {
+        [&](const Expr &cx, const Expr &cy) {
             Expr d = in(cx, cy) - mean(cy);
             return d * d;
         },

@@ -11,7 +11,7 @@ RowReduction row_reduction(const std::string &name, const std::function<Expr(Exp
     Func partial(name + "_partial"), total(name);
     // The lowest finite float rather than -infinity: every input of the operators is finite.
     Expr init = is_max ? Expr(std::numeric_limits<float>::lowest()) : Expr(0.f);
-    auto combine = [&](Expr a, Expr b) { return is_max ? max(a, b) : a + b; };
+    auto combine = [&](const Expr &a, const Expr &b) { return is_max ? max(a, b) : a + b; };
     int blocks = n / lanes;
     partial(l, y) = init;
     if (blocks > 0) {
@@ -53,7 +53,7 @@ void schedule_row_reductions_gpu(OperatorInstance &inst, const std::vector<int> 
         inst.stages[size_t(t)].compute_at(out, y);
     if (row_stage < 0) return;
     Func e = inst.stages[size_t(row_stage)];
-    if (int64_t(N) * 4 > 32 * 1024) return; // inlined: recomputed where it is read
+    if (int64_t(N) * 4 > int64_t(32) * 1024) return; // inlined: recomputed where it is read
     // Thread xi computes x = xi, xi + threads, ...: neighbouring threads, neighbouring columns.
     e.compute_at(out, y)
         .store_in(MemoryType::GPUShared)

@@ -20,11 +20,13 @@ OperatorInstance make_softmax(const std::vector<int64_t> &shape) {
     ImageParam in(Float(32), 2, "in");
     Var x("x"), y("y");
     RowReduction mx = row_reduction(
-        "row_max", [&](Expr cx, Expr cy) { return in(cx, cy); }, N, reduction_lanes, true);
+        "row_max", [&](const Expr &cx, const Expr &cy) { return in(cx, cy); }, N, reduction_lanes,
+        true);
     Func e("e"), out("softmax");
     e(x, y) = exp(in(x, y) - mx.total(y));
     RowReduction total = row_reduction(
-        "row_sum", [&](Expr cx, Expr cy) { return e(cx, cy); }, N, reduction_lanes, false);
+        "row_sum", [&](const Expr &cx, const Expr &cy) { return e(cx, cy); }, N, reduction_lanes,
+        false);
     Func inv("inv");
     inv(y) = 1.f / total.total(y);
     out(x, y) = e(x, y) * inv(y);

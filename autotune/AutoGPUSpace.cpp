@@ -23,7 +23,8 @@ namespace kiln::autotune {
 
 namespace {
 
-VarOrRVar V(const std::string &n) {
+// Capitalised as the Var it stands for.
+VarOrRVar V(const std::string &n) { // NOLINT(readability-identifier-naming)
     return VarOrRVar(n, false);
 }
 
@@ -226,7 +227,8 @@ std::vector<VarOrRVar> rvars_of(const Func &f, int u) {
 
 /// A Func (pure definition and updates) as kernels of its own: tiled where its updates keep the
 /// pure variables in place, on one GPU thread where they do not (or it has no dimensions).
-void schedule_gpu_func(Func f, int64_t bx, int64_t by, int64_t ox, bool unroll, TailStrategy tail) {
+void schedule_gpu_func(const Func &f, int64_t bx, int64_t by, int64_t ox, bool unroll,
+                       TailStrategy tail) {
     if (f.dimensions() == 0) {
         Stage(f.function(), 0).gpu_single_thread();
         for (int u = 0; u < f.num_updates(); u++)
@@ -254,7 +256,7 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
                            "' has no dimensions to spread over GPU threads");
     const int d = int(s.dims.size());
     const int64_t threads = std::min<int64_t>(limits.max_threads_per_block, 1024);
-    const int64_t shared = std::min<int64_t>(limits.shared_memory_bytes, 48 * 1024);
+    const int64_t shared = std::min<int64_t>(limits.shared_memory_bytes, int64_t(48) * 1024);
     const int64_t ext_x = s.extents[0], ext_y = d > 1 ? s.extents[1] : 1;
     SearchSpace space("auto_gpu:" + op.name);
     space.add_powers_of_two(

@@ -13,7 +13,8 @@ namespace kiln::autotune {
 
 namespace {
 
-VarOrRVar V(const std::string &n) {
+// Capitalised as the Var it stands for.
+VarOrRVar V(const std::string &n) { // NOLINT(readability-identifier-naming)
     return VarOrRVar(n, false);
 }
 
@@ -22,7 +23,7 @@ int64_t max_threads(const GpuLimits &l) {
 }
 
 int64_t max_shared(const GpuLimits &l) {
-    return std::min<int64_t>(l.shared_memory_bytes, 48 * 1024);
+    return std::min<int64_t>(l.shared_memory_bytes, int64_t(48) * 1024);
 }
 
 std::string limit_text(const char *what, int64_t v) {

@@ -11,7 +11,8 @@ namespace kiln::autotune {
 
 namespace {
 
-VarOrRVar V(const std::string &n) {
+// Capitalised as the Var it stands for.
+VarOrRVar V(const std::string &n) { // NOLINT(readability-identifier-naming)
     return VarOrRVar(n, false);
 }
 

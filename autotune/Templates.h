@@ -19,7 +19,7 @@ std::optional<SearchSpace> template_space(const apps::Operator &op,
 /// device_limits; kiln's portable limits, 1024 threads and 48 KiB, apply on top).
 struct GpuLimits {
     int64_t max_threads_per_block = 1024;
-    int64_t shared_memory_bytes = 48 * 1024;
+    int64_t shared_memory_bytes = int64_t(48) * 1024;
 };
 
 /// The GPU template of `op` (autotune/GPUTemplates.cpp: matmul, conv2d, blur, blur_u16,

@@ -38,7 +38,7 @@ static_assert(int(Type::Int) == kiln_type_int && int(Type::UInt) == kiln_type_ui
 enum BufferField { buffer_host = 2, buffer_dim = 6 };
 
 /// Auto allocations of constant size up to this many bytes live on the stack.
-constexpr int64_t max_auto_stack_bytes = 16 * 1024;
+constexpr int64_t max_auto_stack_bytes = int64_t(16) * 1024;
 
 /// Names bound in nested scopes; an inner binding hides an outer one until it is popped.
 template <typename T>
@@ -115,8 +115,8 @@ public:
             "kiln_buffer_t");
         dimension_type =
             llvm::StructType::create(context, {i32, i32, i32, i32}, "kiln_dimension_t");
-        auto declare = [&](const char *name, llvm::Type *result, std::vector<llvm::Type *> params,
-                           bool varargs = false) {
+        auto declare = [&](const char *name, llvm::Type *result,
+                           const std::vector<llvm::Type *> &params, bool varargs = false) {
             return module.getOrInsertFunction(name,
                                               llvm::FunctionType::get(result, params, varargs));
         };

@@ -15,7 +15,7 @@ namespace {
 // The part of nvrtc.h that kiln uses, declared here so that kiln builds without the toolkit.
 using nvrtcResult = int;
 using nvrtcProgram = struct kiln_nvrtc_program *;
-constexpr nvrtcResult NVRTC_SUCCESS = 0;
+constexpr nvrtcResult NVRTC_SUCCESS = 0; // NOLINT(readability-identifier-naming): nvrtc.h's name
 
 struct NvrtcLibrary {
     std::string error; ///< empty when every function was found

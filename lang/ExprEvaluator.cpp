@@ -1,7 +1,7 @@
 #include "lang/ExprEvaluator.h"
 
+#include <bit>
 #include <cmath>
-#include <cstring>
 #include <iomanip>
 #include <optional>
 #include <sstream>
@@ -109,7 +109,8 @@ bool Value::operator==(const Value &o) const {
     if (type != o.type) return false;
     if (type.is_float()) {
         if (std::isnan(f) || std::isnan(o.f)) return std::isnan(f) && std::isnan(o.f);
-        return std::memcmp(&f, &o.f, sizeof f) == 0;
+        // Bit for bit, so that -0.0 and 0.0 differ (NaNs are equal to each other above).
+        return std::bit_cast<uint64_t>(f) == std::bit_cast<uint64_t>(o.f);
     }
     return bits == o.bits;
 }

@@ -142,7 +142,9 @@ FuncRef &FuncRef::operator=(const Tuple &t) {
     return *this;
 }
 
-FuncRef &FuncRef::operator=(const FuncRef &other) {
+// Not a copy: f(x) = g(x) defines f from g's value (also when g is f), so there is no
+// self-assignment to guard against.
+FuncRef &FuncRef::operator=(const FuncRef &other) { // NOLINT(bugprone-unhandled-self-assignment)
     if (other.func->output_types.size() > 1) {
         std::vector<Expr> values;
         for (size_t i = 0; i < other.func->output_types.size(); i++)

@@ -265,7 +265,7 @@ Expr operator%(Expr a, Expr b) {
 Expr operator-(Expr a) {
     if (!a.defined()) user_error("unary - applied to an undefined expression");
     Expr zero = make_zero(a.type().is_bool() ? Int(32, a.type().lanes) : a.type());
-    return zero - a;
+    return zero - std::move(a);
 }
 Expr operator==(Expr a, Expr b) {
     return compare_op<EQ>(std::move(a), std::move(b), "==");
@@ -336,6 +336,7 @@ Expr &operator/=(Expr &a, Expr b) {
         return la op std::move(b);                                                                 \
     }                                                                                              \
     Expr operator op(Expr a, float b) {                                                            \
+        /* NOLINTNEXTLINE(bugprone-macro-parentheses): op is an operator token, not an operand */  \
         return std::move(a) op double(b);                                                          \
     }                                                                                              \
     Expr operator op(float a, Expr b) {                                                            \

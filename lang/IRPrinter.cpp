@@ -34,7 +34,7 @@ private:
     std::ostream &out;
     int indent = 0;
 
-    void do_indent() { out << std::string(indent * 2, ' '); }
+    void do_indent() { out << std::string(size_t(indent) * 2, ' '); }
     void print_list(const std::vector<Expr> &v) {
         for (size_t i = 0; i < v.size(); i++) {
             if (i) out << ", ";

@@ -156,17 +156,17 @@ Func compute(const std::vector<Expr> &shape,
 
 Expr sum(const Expr &e, const std::string &name) {
     return fold(e, name, "sum", make_zero(e.defined() ? e.type() : Int(32)),
-                [](Expr a, Expr b) { return a + b; });
+                [](Expr a, Expr b) { return std::move(a) + std::move(b); });
 }
 
 Expr maximum(const Expr &e, const std::string &name) {
     return fold(e, name, "maximum", type_min(e.defined() ? e.type() : Int(32)),
-                [](Expr a, Expr b) { return max(a, b); });
+                [](Expr a, Expr b) { return max(std::move(a), std::move(b)); });
 }
 
 Expr minimum(const Expr &e, const std::string &name) {
     return fold(e, name, "minimum", type_max(e.defined() ? e.type() : Int(32)),
-                [](Expr a, Expr b) { return min(a, b); });
+                [](Expr a, Expr b) { return min(std::move(a), std::move(b)); });
 }
 
 Tuple argmax(const Expr &e, const std::string &name) {

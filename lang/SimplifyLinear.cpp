@@ -209,7 +209,7 @@ std::optional<Expr> fold_arith(IRNodeType op, const Expr &a, const Expr &b) {
         break;
     case IRNodeType::Mul:
         // In 64 bits, so that a uint64 product wraps like the IR's instead of growing.
-        r = Int128(uint64_t(*x) * uint64_t(*y));
+        r = Int128(uint64_t(*x) * uint64_t(*y)); // NOLINT(bugprone-misplaced-widening-cast)
         break;
     case IRNodeType::Div:
         r = *y == 0 ? 0 : floor_div(*x, abs128(*y)) * (*y < 0 ? -1 : 1);

@@ -52,7 +52,7 @@ RVar::operator Expr() const {
 }
 
 namespace {
-Expr int32_bound(Expr e, const std::string &rdom, int dim, const char *what) {
+Expr int32_bound(const Expr &e, const std::string &rdom, int dim, const char *what) {
     if (!e.defined()) user_error(what, " of RDom '", rdom, "' dimension ", dim, " is undefined");
     if (!e.type().is_int_or_uint() || e.type().is_vector()) {
         user_error(what, " of RDom '", rdom, "' dimension ", dim, " must be a scalar integer, got ",

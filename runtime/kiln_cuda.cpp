@@ -511,6 +511,8 @@ int synchronize_stream(State &s, CUstream stream) {
 // another tensor when the pointer was wrapped), then a wait for the stream.
 int copy_to_device_runs(State &s, kiln_buffer_t *b, size_t span, CUstream stream) {
     int code = for_each_run(b, span, [&](size_t offset, size_t bytes) {
+        // CUdeviceptr and the buffer's uint64_t device handle are both 64 bits: nothing is lost.
+        // NOLINTNEXTLINE(bugprone-misplaced-widening-cast)
         CUresult err = s.cu.cuMemcpyHtoDAsync(CUdeviceptr(b->device + offset), b->host + offset,
                                               bytes, stream);
         if (err != CUDA_SUCCESS)

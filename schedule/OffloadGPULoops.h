@@ -42,7 +42,7 @@ namespace kiln {
 
 /// Portable limits every GPU schedule is checked against at compile time.
 inline constexpr int64_t gpu_max_threads_per_block = 1024;
-inline constexpr int64_t gpu_max_shared_bytes = 48 * 1024;
+inline constexpr int64_t gpu_max_shared_bytes = int64_t(48) * 1024;
 
 /// The checks of host code that need loops as the schedule wrote them (before vectorization):
 /// GPU loops inside parallel or vectorized loops, thread loops outside block loops, shared

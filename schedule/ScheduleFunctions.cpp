@@ -154,7 +154,7 @@ Stmt build_stage(const PipelineEnv &env, const FunctionContents &f, int stage) {
 
     // Loop bounds, outermost first: the original dimensions, then what each split derives.
     std::vector<std::pair<std::string, Expr>> lets;
-    auto define = [&](const std::string &v, Expr mn, Expr extent) {
+    auto define = [&](const std::string &v, const Expr &mn, const Expr &extent) {
         lets.emplace_back(loop_min(v), mn);
         lets.emplace_back(loop_extent(v), extent);
         lets.emplace_back(loop_max(v), var(loop_min(v)) + var(loop_extent(v)) - 1);

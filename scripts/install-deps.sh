@@ -11,7 +11,7 @@ packages=(
     nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
     libomp-dev libxgboost-dev libdlpack-dev
     ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
-    clang-format
+    clang-format clang-tidy # checked in CI by scripts/test.sh
     libopenblas-dev libdnnl-dev libhalide14-0-dev # reference libraries for bench/
 )
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, checks the module table and the formatting, then
-# configures, builds (warnings are errors: KILN_WERROR) and runs the whole suite, first in the
-# release configuration, then under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The test command: installs what is missing, checks the module table, the formatting and
+# clang-tidy, then configures, builds (warnings are errors: KILN_WERROR) and runs the whole suite,
+# first in the release configuration, then under AddressSanitizer + UndefinedBehaviorSanitizer.
 #   bash scripts/test.sh            # both configurations
 #   bash scripts/test.sh --fast     # release configuration only
 #   bash scripts/test.sh --long     # long fuzz runs: a million cases, at most 300 s per fuzz test
@@ -45,6 +45,10 @@ python3 scripts/check-includes.py
 echo "== clang-format"
 # Every tracked C/C++ file, formatted by the project's .clang-format (no third-party code here).
 git ls-files -z '*.h' '*.hpp' '*.c' '*.cc' '*.cpp' | xargs -0 clang-format --dry-run --Werror
+echo "== clang-tidy (library folders, scripts/clang-tidy.sh)"
+# Needs only the configured release build's compile_commands.json, not a build.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON >/dev/null
+bash scripts/clang-tidy.sh build
 
 echo "== release build and tests"
 run_suite build -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON
