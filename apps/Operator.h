@@ -89,6 +89,13 @@ std::vector<const Operator *> all_operators(bool include_test_only = false);
 std::vector<int64_t> parse_shape(const Operator &op, const std::string &text);
 std::string shape_to_string(const std::vector<int64_t> &shape);
 
+/// The bytes of the buffers one run of `op` at `shape` uses: its inputs and its output, each its
+/// element count times its element type's size. Builds the algorithm but neither allocates nor
+/// fills the inputs made by the operator's random data, so it answers for a shape that does not
+/// fit in memory (a tuner checks the shape with it before anything is allocated). Raises what
+/// op.make raises for a bad shape.
+int64_t buffer_bytes(const Operator &op, const std::vector<int64_t> &shape);
+
 /// max |a - b| / max(1, |b|) over all elements; +infinity when the shapes or types differ.
 double max_relative_error(const BufferBase &got, const BufferBase &expected);
 

@@ -100,6 +100,12 @@ tuning_db::WorkloadKey workload_key(const apps::Operator &op, const std::vector<
     return {op.name, hash, apps::shape_to_string(shape), types};
 }
 
+int64_t physical_memory_bytes() {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return 0;
+    return int64_t(pages) * int64_t(page);
+}
+
 int default_threads() {
     return std::max(1u, std::thread::hardware_concurrency());
 }
@@ -169,6 +175,29 @@ std::vector<int64_t> checked_shape(const apps::Operator &op, const std::vector<i
     return shape;
 }
 
+std::string gib_text(int64_t bytes) {
+    char buf[32];
+    double gib = double(bytes) / double(int64_t(1) << 30);
+    std::snprintf(buf, sizeof buf, gib >= 100 ? "%.0f GiB" : "%.3g GiB", gib);
+    return buf;
+}
+
+/// The shape, once its buffers (apps::buffer_bytes: inputs and output) are known to fit in this
+/// machine's physical memory; before anything is allocated or opened. What the operator refuses
+/// in building itself (a shape value out of its range, a generator's unknown parameter) is
+/// raised from here too, so also before the database is opened.
+std::vector<int64_t> fitting_shape(const apps::Operator &op, const std::vector<int64_t> &shape) {
+    int64_t need = apps::buffer_bytes(op, shape);
+    int64_t have = physical_memory_bytes();
+    if (have > 0 && need > have)
+        throw CompileError("--shape " + apps::shape_to_string(shape) + ": " + op.name + " needs " +
+                           gib_text(need) + " for its input and output buffers, more than the " +
+                           gib_text(have) +
+                           " of physical memory of this machine; tune a smaller --shape here, "
+                           "or on a machine with more memory");
+    return shape;
+}
+
 /// What the database holds for one config on the tuned workload and target.
 struct Attempts {
     bool ok = false;       ///< an ok measurement
@@ -223,7 +252,7 @@ class Tuner {
 public:
     Tuner(const TuneOptions &o, std::ostream &out, std::ostream &err)
         : opt(o), out(out), err(err), op(apps::find_operator(o.op)),
-          shape(checked_shape(op, o.shape)), target(tune_target(o.target)),
+          shape(fitting_shape(op, checked_shape(op, o.shape))), target(tune_target(o.target)),
           device(target.has_gpu() ? open_gpu_device(target) : GpuDevice{}),
           space(space_for(op, shape, o.space, target, &device.limits)),
           db(tuning_db::Database::open(o.db_path)), strategy(make_strategy(o.strategy, o.seed)) {

@@ -71,6 +71,10 @@ tuning_db::TargetKey target_key(const Target &target, int threads,
                                 const std::string &device_description = "");
 /// The workload key of an operator at a shape (its algorithm hash from a fresh instance).
 tuning_db::WorkloadKey workload_key(const apps::Operator &op, const std::vector<int64_t> &shape);
+/// This machine's physical memory in bytes (sysconf), 0 when unknown. tune() refuses a shape
+/// whose buffers (apps::buffer_bytes) need more, naming both figures, before anything is
+/// allocated or the database is opened.
+int64_t physical_memory_bytes();
 /// The number of threads kernels use when none is asked for: the machine's hardware threads.
 int default_threads();
 

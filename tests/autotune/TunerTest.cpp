@@ -633,6 +633,17 @@ TEST(Tuner, CommandLineRefusesNonsensicalOptionsWithOneLine) {
         {{"--min-time-ms", "-5"}, "kiln: --min-time-ms -5: a positive number of milliseconds\n"},
         {{"--remeasure", "-2"}, "kiln: --remeasure -2: 0 (none) or a positive number of configs\n"},
         {{"--jobs", "0"}, "kiln: --jobs 0: at least 1 worker process\n"},
+        {{"--threads", "-1"},
+         "kiln: --threads -1: 0 (all " + std::to_string(default_threads()) +
+             " hardware threads) or 1.." + std::to_string(4 * default_threads()) +
+             " (4 x hardware threads)\n"},
+        {{"--threads", "100000"},
+         "kiln: --threads 100000: 0 (all " + std::to_string(default_threads()) +
+             " hardware threads) or 1.." + std::to_string(4 * default_threads()) +
+             " (4 x hardware threads)\n"},
+        {{"--strategy", "nope"},
+         "kiln: --strategy nope: unknown strategy 'nope'; choose one of: random, grid, evolution, "
+         "annealing, model, bandit\n"},
         {{"--compile-timeout", "0"}, "kiln: --compile-timeout 0: a positive number of seconds\n"},
         {{"--worker", "/nonexistent"},
          "kiln: --worker /nonexistent: the path of an executable kiln-worker (No such file or "
@@ -720,6 +731,43 @@ TEST(Tuner, TheModelStrategysStateSavedIncrementallyIsRestoredAsItWas) {
     std::unique_ptr<Strategy> s = make_strategy("model", 1);
     s->restore(state["strategy"]);
     EXPECT_EQ(s->state(), state["strategy"]);
+}
+
+TEST(Tuner, AShapeWhoseBuffersDoNotFitInMemoryIsRefusedBeforeAnything) {
+    TempDir dir;
+    // 3 matrices of 10^12 floats: 11176 GiB, which no machine running this test has.
+    pid_t pid =
+        spawn_kiln({"tune", "matmul", "--shape", "1000000x1000000x1000000", "--db", dir / "k.db"},
+                   dir / "log");
+    EXPECT_EQ(wait_exit(pid), 1);
+    std::string log = read_file(dir / "log");
+    EXPECT_TRUE(std::regex_match(
+        log, std::regex(R"(kiln: --shape 1000000x1000000x1000000: matmul needs 11176 GiB for its )"
+                        R"(input and output buffers, more than the [0-9.]+ GiB of physical )"
+                        R"(memory of this machine; tune a smaller --shape here, or on a machine )"
+                        R"(with more memory\n)")))
+        << log;
+    EXPECT_FALSE(fs::exists(dir / "k.db"));
+
+    // The figure: the inputs and the output, by element type (matmul: three float matrices).
+    apps::register_builtin_operators();
+    EXPECT_EQ(apps::buffer_bytes(apps::find_operator("matmul"), {64, 32, 16}),
+              4 * (16 * 64 + 32 * 16 + 32 * 64));
+    EXPECT_EQ(apps::buffer_bytes(apps::find_operator("blur_u16"), {64, 48}),
+              2 * (64 * 48 + 62 * 46)); // uint16 input, output 2 smaller in x and y
+    EXPECT_GT(physical_memory_bytes(), 0);
+
+    // A shape value the operator refuses is refused before the database too.
+    std::ostringstream out, err;
+    try {
+        tune(quick("blur", {64, 2}, dir / "k.db"), out, err);
+        ADD_FAILURE() << "no error";
+    } catch (const CompileError &e) {
+        EXPECT_STREQ(
+            e.what(),
+            "operator 'blur': H = 2 is out of range; it must be at least 3 and below 2^31");
+    }
+    EXPECT_FALSE(fs::exists(dir / "k.db"));
 }
 
 TEST(Tuner, CommandLineRejectsABadDuration) {
