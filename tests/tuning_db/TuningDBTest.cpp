@@ -788,7 +788,9 @@ TEST(TuningDB, RunStateIsSavedIncrementallyAndReadBackWhole) {
         int64_t before = raw_count(path, "SELECT bytes FROM written");
         db.update_run_state(run, state.dump(), i + 1, i);
         per_commit.push_back(raw_count(path, "SELECT bytes FROM written") - before);
-        if (i % 100 == 0) EXPECT_EQ(db.run(run)->state_json, state.dump()) << i;
+        if (i % 100 == 0) {
+            EXPECT_EQ(db.run(run)->state_json, state.dump()) << i;
+        }
     }
     // The bytes written per commit do not grow with the number of commits.
     EXPECT_EQ(per_commit[299], per_commit[1]);
