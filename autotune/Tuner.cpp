@@ -150,7 +150,7 @@ double seconds_since(Clock::time_point t) {
 std::string format_duration(double s) {
     if (!std::isfinite(s) || s < 0) return "?";
     char buf[32];
-    int64_t t = int64_t(s + 0.5);
+    int64_t t = std::llround(s);
     if (t >= 3600)
         std::snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(t / 3600),
                       (long long)(t / 60 % 60));

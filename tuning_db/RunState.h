@@ -17,6 +17,9 @@
 
 namespace kiln::tuning_db::run_state {
 
+// clang-tidy 14 flags the implicit, noexcept move constructor, whose members' moves
+// (nlohmann::json, std::map) do not throw.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct Split {
     nlohmann::json base; ///< the state with every record list replaced by []
     /// JSON pointer of each non-empty record list (e.g. "/strategy/samples") -> its elements,
