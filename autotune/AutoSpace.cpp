@@ -100,7 +100,17 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             int64_t out_points = 1;
             for (int e : s.extents)
                 out_points *= e;
-            if (u.rextent >= 256 && out_points <= u.rextent) space.add_bool(p + "rfactor");
+            if (u.rextent >= 256 && out_points <= u.rextent) {
+                // Stage::rfactor of the split's outer part needs the factor to divide the
+                // reduction's extent.
+                space.add_bool(p + "rfactor");
+                int64_t extent = u.rextent;
+                space.add_constraint(
+                    p + "split_r divides the reduction extent when " + p + "rfactor",
+                    [p, extent](const ConfigView &c) {
+                        return !c.b(p + "rfactor") || extent % c.i(p + "split_r") == 0;
+                    });
+            }
         }
     }
     for (const Shape::Producer &p : s.producers) {

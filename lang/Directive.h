@@ -66,6 +66,10 @@ struct Directive {
     std::string target;            ///< compute_at/store_at: the consumer Func; rfactor: new Func
     std::string option;            ///< tail strategy, memory type
     int64_t sequence = 0;          ///< global order of the calls, so a trace can be replayed
+    /// A split of an RVar that a later rfactor of its outer part made part of the algorithm (the
+    /// update's RDom has the outer and inner RVars themselves): lowering skips it; traces keep
+    /// it, so a replay splits and rfactors, and folds it, again.
+    bool folded_into_rdom = false;
 };
 
 /// A process-wide increasing number for ordering directives across Funcs.

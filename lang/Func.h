@@ -135,7 +135,11 @@ public:
 
     /// Splits an associative reduction: the RVar r becomes the pure Var v of a new intermediate
     /// Func that reduces over the remaining RVars; this stage then reduces the intermediate
-    /// over r. Returns the intermediate, to be scheduled on its own.
+    /// over r. r may be the outer part of a split of one of this update's RVars
+    /// (update.split(r, ro, ri, k).rfactor(ro, u), as in Halide) when that RVar's extent is a
+    /// constant multiple of k: the split then becomes part of the update's RDom (RVars ri and
+    /// ro) before the rfactor, and the intermediate reduces over ri. Returns the intermediate,
+    /// to be scheduled on its own.
     Func rfactor(const RVar &r, const Var &v, const std::string &name = "");
 
 private:

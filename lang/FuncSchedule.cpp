@@ -3,6 +3,7 @@
 // rfactor is the exception: it rewrites the algorithm (as in Halide), so it is done here.
 #include <algorithm>
 #include <atomic>
+#include <optional>
 
 #include "lang/Error.h"
 #include "lang/Func.h"
@@ -10,6 +11,7 @@
 #include "lang/IRMutator.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
+#include "lang/Simplify.h"
 
 namespace kiln {
 
@@ -357,6 +359,83 @@ private:
     std::shared_ptr<RDomContents> from, to;
 };
 
+/// Replaces the RVars of one RDom by those of its folded copy: `rv` by min + outer * k + inner,
+/// the others by the RVar of the same name.
+class FoldSplitRVar : public IRMutator {
+public:
+    FoldSplitRVar(std::shared_ptr<RDomContents> from, std::shared_ptr<RDomContents> to,
+                  std::string rv, Expr min, std::string outer, std::string inner, int64_t k)
+        : from(std::move(from)), to(std::move(to)), rv(std::move(rv)), min(std::move(min)),
+          outer(std::move(outer)), inner(std::move(inner)), k(k) {}
+
+protected:
+    using IRMutator::visit;
+    Expr visit(const Variable *op) override {
+        if (op->rdom != from) return Expr(op);
+        if (op->name != rv) return Variable::make(op->type, op->name, nullptr, to);
+        Expr o = Variable::make(op->type, outer, nullptr, to);
+        Expr i = Variable::make(op->type, inner, nullptr, to);
+        return min + o * make_const(op->type, k) + i;
+    }
+
+private:
+    std::shared_ptr<RDomContents> from, to;
+    std::string rv;
+    Expr min;
+    std::string outer, inner;
+    int64_t k;
+};
+
+/// When `outer` is the outer variable of a split of one of d's RVars (update.split(rv, outer,
+/// inner, k)), d with that split made part of the algorithm: rv is replaced by the RVars inner
+/// (extent k) and outer (extent E / k) with rv = min + outer * k + inner, and *split is the
+/// split's directive. nullopt when there is no such split. The extent E must be a constant
+/// multiple of k (a CompileError says so otherwise), so no iteration is added or lost.
+std::optional<Definition> fold_split_rvar(FunctionContents &f, int stage, const Definition &d,
+                                          const std::string &outer, const std::string &where,
+                                          Directive **split) {
+    for (auto it = f.directives.rbegin(); it != f.directives.rend(); ++it) {
+        Directive &dir = *it;
+        if (dir.stage != stage || dir.primitive != primitive_name(Primitive::split) ||
+            dir.folded_into_rdom || dir.vars.size() != 3 || dir.vars[1] != outer)
+            continue;
+        auto rv = std::find_if(d.rdom->vars.begin(), d.rdom->vars.end(),
+                               [&](const ReductionVariable &x) { return x.name == dir.vars[0]; });
+        if (rv == d.rdom->vars.end()) return std::nullopt;
+        int64_t k = dir.ints.at(0);
+        std::optional<int64_t> extent = as_const_int(simplify(rv->extent));
+        if (!extent || *extent % k != 0) {
+            user_error("rfactor: '", outer, "' is the outer part of a split of '", rv->name,
+                       "' by ", k, " in ", where,
+                       "; rfactor of a split RVar needs the RVar's extent to be a constant "
+                       "multiple of the factor, and the extent of '",
+                       rv->name, "' is ", rv->extent, " (split it by a divisor of its extent)");
+        }
+        auto folded = std::make_shared<RDomContents>();
+        folded->name = d.rdom->name;
+        for (const ReductionVariable &x : d.rdom->vars) {
+            if (x.name != rv->name) {
+                folded->vars.push_back(x);
+                continue;
+            }
+            folded->vars.push_back(
+                {dir.vars[2], make_zero(x.extent.type()), make_const(x.extent.type(), k)});
+            folded->vars.push_back({dir.vars[1], make_zero(x.extent.type()),
+                                    make_const(x.extent.type(), *extent / k)});
+        }
+        FoldSplitRVar fold(d.rdom, folded, rv->name, rv->min, dir.vars[1], dir.vars[2], k);
+        Definition out = d;
+        for (Expr &a : out.args)
+            a = fold.mutate(a);
+        for (Expr &v : out.values)
+            v = fold.mutate(v);
+        out.rdom = folded;
+        *split = &dir;
+        return out;
+    }
+    return std::nullopt;
+}
+
 } // namespace
 
 Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
@@ -372,7 +451,12 @@ Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
     if (!d.rdom) user_error("rfactor: ", where, " has no RDom to factor");
     auto pos = std::find_if(d.rdom->vars.begin(), d.rdom->vars.end(),
                             [&](const ReductionVariable &rv) { return rv.name == r.name(); });
-    if (pos == d.rdom->vars.end()) {
+    // The outer part of a split RVar (update.split(r, ro, ri, k).rfactor(ro, u), as in Halide):
+    // the split becomes part of the update's RDom first.
+    Directive *split = nullptr;
+    std::optional<Definition> folded;
+    if (pos == d.rdom->vars.end()) folded = fold_split_rvar(f, index, d, r.name(), where, &split);
+    if (pos == d.rdom->vars.end() && !folded) {
         std::string legal;
         for (const auto &rv : d.rdom->vars)
             legal += (legal.empty() ? "" : ", ") + rv.name;
@@ -397,6 +481,17 @@ Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
                    " is not an associative update of the form f(x) = f(x) + e (or *, min, max)");
     }
 
+    if (folded) {
+        if (!f.updates_rewritten) {
+            f.original_updates = f.updates;
+            f.updates_rewritten = true;
+        }
+        d = *folded;
+        split->folded_into_rdom = true;
+        match_associative(f, d, &op, &term); // the term in the folded RVars
+        pos = std::find_if(d.rdom->vars.begin(), d.rdom->vars.end(),
+                           [&](const ReductionVariable &rv) { return rv.name == r.name(); });
+    }
     // The intermediate reduces over the remaining RVars, with r turned into the pure Var v.
     auto rest = std::make_shared<RDomContents>();
     rest->name = d.rdom->name + "_rest";

@@ -398,7 +398,7 @@ FuncSchedule build_func_schedule(const FunctionContents &f, bool is_output) {
             if (d.stage < 0 || d.stage >= int(builders.size())) {
                 user_error(d.primitive, ": '", f.name, "' has no update ", d.stage - 1);
             }
-            builders[d.stage].apply(d, p);
+            if (!d.folded_into_rdom) builders[d.stage].apply(d, p);
             break;
         }
     }

@@ -286,3 +286,70 @@ TEST(SearchSpace, BlurAndConv2dTemplatesScheduleCorrectly) {
         EXPECT_LE(apps::max_relative_error(out, op.reference(inst)), op.tolerance) << c.op;
     }
 }
+
+// The automatic space's rfactor knob (a long reduction into a small output) gives legal
+// schedules: every config that turns it on lowers and computes what the reference computes.
+TEST(AutoSpace, RfactorOfALongReductionLowersAndMatchesTheReference) {
+    apps::Operator op;
+    op.name = "row_sums";
+    op.shape_names = {"N", "R"};
+    op.make = [](const std::vector<int64_t> &shape) {
+        apps::OperatorInstance inst;
+        inst.shape = shape;
+        int n = int(shape[0]), r_extent = int(shape[1]);
+        ImageParam in(Float(32), 2, "in");
+        Buffer<float> data({r_extent, n}, "in");
+        for (int y = 0; y < n; y++) {
+            for (int x = 0; x < r_extent; x++)
+                data(x, y) = float((x * 7 + y * 3) % 13) * 0.125f;
+        }
+        Func sums("sums");
+        Var x("x");
+        RDom r(0, r_extent, "r");
+        sums(x) = 0.f;
+        sums(x) += in(r.x, x);
+        inst.inputs = {in};
+        inst.input_data = {data};
+        inst.output = sums;
+        inst.output_extents = {n};
+        inst.stages = {sums};
+        return inst;
+    };
+    op.reference = [](const apps::OperatorInstance &inst) {
+        Buffer<float> in(inst.input_data[0]);
+        int n = int(inst.shape[0]), r_extent = int(inst.shape[1]);
+        Buffer<float> out({n}, "sums");
+        for (int x = 0; x < n; x++) {
+            float acc = 0.f;
+            for (int r = 0; r < r_extent; r++)
+                acc += in(r, x);
+            out(x) = acc;
+        }
+        return BufferBase(out);
+    };
+    std::vector<int64_t> shape = {8, 4096};
+    SearchSpace s = auto_space(op, shape);
+    int rf = s.knob_index("update0_rfactor"), split = s.knob_index("update0_split_r");
+    std::mt19937_64 rng(11);
+    int checked = 0;
+    for (int i = 0; i < 200 && checked < 6; i++) {
+        Config c = s.random(rng);
+        c.index[size_t(rf)] = 1; // true
+        c.index[size_t(split)] = int(s.knobs()[size_t(split)].values.size()) - 1 - (i % 3);
+        ConfigView v(s, c);
+        ASSERT_TRUE(v.b("update0_rfactor"));
+        if (!s.valid(c) || v.i("update0_split_r") < 2) continue;
+        apps::OperatorInstance inst = op.make(shape);
+        try {
+            s.apply(inst, c);
+            BufferBase got = inst.realize();
+            // Reassociated float sums of 4096 values in [0, 1.5].
+            EXPECT_LE(apps::max_relative_error(got, op.reference(inst)), 1e-4)
+                << s.to_json(c).dump();
+        } catch (const CompileError &e) {
+            ADD_FAILURE() << s.to_json(c).dump() << ": " << e.what();
+        }
+        checked++;
+    }
+    EXPECT_GE(checked, 3);
+}

@@ -566,6 +566,24 @@ TEST(Pipeline, RfactorWithoutANameNamesTheIntermediateAfterTheFunc) {
     EXPECT_EQ(g.update(0).rfactor(r2.y, Var("u")).name(), "rf_default_f_intm");
 }
 
+// rfactor of the outer part of a split RVar, as in Halide: the intermediate reduces over the
+// inner part, in parallel over the outer one, for an RDom that does not start at 0 and a second
+// RVar left in the intermediate.
+TEST(Pipeline, RfactorOfASplitRVarMatchesTheReference) {
+    Buffer<int> in = ramp_buffer({40, 7}, "rf_split_in");
+    Func f("rf_split_f");
+    Var x("x"), u("u");
+    RVar ro("ro"), ri("ri");
+    RDom r({{3, 36}, {0, 2}}, "rf_split_r");
+    f(x) = 1;
+    f(x) += in(r.x, r.y + x) * (r.x % 5 - 2);
+    Func intm = f.update(0).split(r.x, ro, ri, 6).rfactor(ro, u);
+    intm.compute_root();
+    intm.update(0).parallel(u);
+    expect_same_buffer<int>(reference_realize(f, {5}), f.realize({5}));
+    EXPECT_THAT(to_string(Pipeline(f).lower().body), HasSubstr("parallel"));
+}
+
 TEST(PipelineErrors, FailedChecksReturnTheirOwnErrorCodes) {
     Param<int> p("coded_p");
     p.set_range(0, 10);

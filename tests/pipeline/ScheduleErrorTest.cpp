@@ -600,6 +600,21 @@ TEST(ScheduleErrors, RfactorOfAnRVarOfAnotherRDomListsTheUpdatesRVars) {
                           "are r.x, r.y"));
 }
 
+TEST(ScheduleErrors, RfactorOfASplitRVarWhoseExtentIsNotAMultipleOfTheFactorSaysSo) {
+    Buffer<int> in = input_2d("rf_split_odd_in");
+    Func f("rf_split_odd_f");
+    Var x("x"), u("u");
+    RVar ro("ro"), ri("ri");
+    RDom r(0, 15, "r");
+    f(x) = 0;
+    f(x) += in(r, x);
+    EXPECT_THAT(compile_error_of([&] { f.update(0).split(r, ro, ri, 4).rfactor(ro, u); }),
+                HasSubstr("rfactor: 'ro' is the outer part of a split of 'r.x' by 4 in "
+                          "rf_split_odd_f.update(0); rfactor of a split RVar needs the RVar's "
+                          "extent to be a constant multiple of the factor, and the extent of "
+                          "'r.x' is 15 (split it by a divisor of its extent)"));
+}
+
 TEST(ScheduleErrors, RfactorIntoAnExistingPureVarSaysToPassANewVar) {
     Buffer<int> in = input_2d("rf_taken_in");
     Func f("rf_taken_f");

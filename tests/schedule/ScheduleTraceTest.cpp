@@ -398,6 +398,29 @@ TEST(ScheduleTrace, ReplayWithRfactorGivesIdenticalLoweredIR) {
     EXPECT_EQ(lower_to_text(fresh.outputs(), "total"), want);
 }
 
+// rfactor of the outer part of a split RVar (the split folded into the RDom) replays too: the
+// trace keeps the split before the rfactor.
+TEST(ScheduleTrace, ReplayOfARfactorOfASplitRVarGivesIdenticalLoweredIR) {
+    auto schedule = [](Total &t) {
+        Var u("u");
+        RVar ro("r_o"), ri("r_i");
+        Func intm = t.total.update(0).split(t.r.x, ro, ri, 16).rfactor(ro, u);
+        intm.compute_root();
+        intm.update(0).parallel(u);
+    };
+    Total original = make_total();
+    schedule(original);
+    ScheduleTrace trace =
+        ScheduleTrace::parse(ScheduleTrace::capture(original.outputs()).to_json_string());
+    Total fresh = make_total();
+    trace.apply(fresh.outputs());
+    EXPECT_TRUE(ScheduleTrace::capture(fresh.outputs()) == trace);
+    std::string want = lower_to_text(original.outputs(), "total");
+    EXPECT_NE(want.find("parallel (" + trace.directives[1].target + ".s1.u"), std::string::npos)
+        << want;
+    EXPECT_EQ(lower_to_text(fresh.outputs(), "total"), want);
+}
+
 TEST(ScheduleTrace, SchedulingAndRfactorDoNotChangeTheAlgorithmHash) {
     Total t = make_total();
     uint64_t before = algorithm_hash(t.outputs());
