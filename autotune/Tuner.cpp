@@ -182,19 +182,33 @@ std::string gib_text(int64_t bytes) {
     return buf;
 }
 
-/// The shape, once its buffers (apps::buffer_bytes: inputs and output) are known to fit in this
-/// machine's physical memory; before anything is allocated or opened. What the operator refuses
-/// in building itself (a shape value out of its range, a generator's unknown parameter) is
-/// raised from here too, so also before the database is opened.
-std::vector<int64_t> fitting_shape(const apps::Operator &op, const std::vector<int64_t> &shape) {
-    int64_t need = apps::buffer_bytes(op, shape);
+} // namespace
+
+int64_t tuning_memory_bytes(const apps::Operator &op, const std::vector<int64_t> &shape, int jobs) {
+    const int64_t copies_per_worker = op.reference ? 2 : 3;
+    return apps::buffer_bytes(op, shape) * (1 + int64_t(std::max(jobs, 1)) * copies_per_worker);
+}
+
+namespace {
+
+/// The shape, once the job's buffers (tuning_memory_bytes) are known to fit in this machine's
+/// physical memory; before anything is allocated or opened. What the operator refuses in
+/// building itself (a shape value out of its range, a generator's unknown parameter) is raised
+/// from here too, so also before the database is opened.
+std::vector<int64_t> fitting_shape(const apps::Operator &op, const std::vector<int64_t> &shape,
+                                   int jobs) {
+    int64_t buffers = apps::buffer_bytes(op, shape);
+    int64_t need = tuning_memory_bytes(op, shape, jobs);
     int64_t have = physical_memory_bytes();
     if (have > 0 && need > have)
-        throw CompileError("--shape " + apps::shape_to_string(shape) + ": " + op.name + " needs " +
-                           gib_text(need) + " for its input and output buffers, more than the " +
+        throw CompileError("--shape " + apps::shape_to_string(shape) + ": tuning " + op.name +
+                           " needs " + gib_text(need) + " (" + gib_text(buffers) +
+                           " of input and output buffers, held by the tuner and " +
+                           (op.reference ? "twice" : "three times") + " by each of the " +
+                           std::to_string(jobs) + " worker processes), more than the " +
                            gib_text(have) +
-                           " of physical memory of this machine; tune a smaller --shape here, "
-                           "or on a machine with more memory");
+                           " of physical memory of this machine; tune a smaller --shape or use "
+                           "fewer --jobs here, or tune on a machine with more memory");
     return shape;
 }
 
@@ -252,7 +266,8 @@ class Tuner {
 public:
     Tuner(const TuneOptions &o, std::ostream &out, std::ostream &err)
         : opt(o), out(out), err(err), op(apps::find_operator(o.op)),
-          shape(fitting_shape(op, checked_shape(op, o.shape))), target(tune_target(o.target)),
+          shape(fitting_shape(op, checked_shape(op, o.shape), o.jobs)),
+          target(tune_target(o.target)),
           device(target.has_gpu() ? open_gpu_device(target) : GpuDevice{}),
           space(space_for(op, shape, o.space, target, &device.limits)),
           db(tuning_db::Database::open(o.db_path)), strategy(make_strategy(o.strategy, o.seed)) {
@@ -948,8 +963,10 @@ void validate(const TuneOptions &o) {
     if (o.remeasure < 0)
         throw CompileError("--remeasure " + std::to_string(o.remeasure) +
                            ": 0 (none) or a positive number of configs");
-    if (o.jobs < 1)
-        throw CompileError("--jobs " + std::to_string(o.jobs) + ": at least 1 worker process");
+    if (o.jobs < 1 || o.jobs > max_threads)
+        throw CompileError("--jobs " + std::to_string(o.jobs) + ": 1.." +
+                           std::to_string(max_threads) +
+                           " worker processes (4 x hardware threads)");
     const std::vector<std::string> &names = strategy_names();
     if (std::find(names.begin(), names.end(), o.strategy) == names.end()) {
         std::string list;

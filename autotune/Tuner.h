@@ -72,9 +72,15 @@ tuning_db::TargetKey target_key(const Target &target, int threads,
 /// The workload key of an operator at a shape (its algorithm hash from a fresh instance).
 tuning_db::WorkloadKey workload_key(const apps::Operator &op, const std::vector<int64_t> &shape);
 /// This machine's physical memory in bytes (sysconf), 0 when unknown. tune() refuses a shape
-/// whose buffers (apps::buffer_bytes) need more, naming both figures, before anything is
+/// whose buffers need more (tuning_memory_bytes), naming both figures, before anything is
 /// allocated or the database is opened.
 int64_t physical_memory_bytes();
+/// What a tuning job holds of an operator's buffers at a shape, at most, with `jobs` worker
+/// processes: apps::buffer_bytes (inputs and output) once in the tuner, which builds instances
+/// to lower candidates, and in each worker twice for an operator with a hand-written reference
+/// (the candidate's buffers and the reference's output) or three times for one checked by the
+/// reference evaluator (the candidate's, and two input sets with their outputs).
+int64_t tuning_memory_bytes(const apps::Operator &op, const std::vector<int64_t> &shape, int jobs);
 /// The number of threads kernels use when none is asked for: the machine's hardware threads.
 int default_threads();
 
@@ -128,9 +134,9 @@ struct TuneResult {
 
 /// Refuses nonsensical options before anything is opened or started: trials >= 0, time_s >= 0,
 /// threads 0 (default) or 1..4 x hardware threads, timeouts and min_time_ms positive and finite,
-/// remeasure >= 0, jobs >= 1, a known strategy, and a given worker_path that is an executable
-/// file. Each error is one line "--option VALUE: <accepted range>" (CompileError; RuntimeError for
-/// the worker). tune() calls it first.
+/// remeasure >= 0, jobs 1..4 x hardware threads, a known strategy, and a given worker_path that is
+/// an executable file. Each error is one line "--option VALUE: <accepted range>" (CompileError;
+/// RuntimeError for the worker). tune() calls it first.
 void validate(const TuneOptions &options);
 
 /// Runs the tuner. Progress and warnings go to `err`, the final summary to `out`. Raises

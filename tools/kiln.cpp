@@ -55,6 +55,19 @@ int run_demo(int width, int height) {
     return 0;
 }
 
+/// A --seed: a whole number 0..2^64-1, written in decimal (no sign, no wrap-around).
+uint64_t parse_seed(const std::string &text) {
+    bool digits =
+        !text.empty() && text.size() <= 20 &&
+        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    errno = 0;
+    unsigned long long v = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+    if (!digits || errno == ERANGE)
+        throw CompileError("--seed " + text + ": a whole number 0.." +
+                           std::to_string(std::numeric_limits<uint64_t>::max()));
+    return uint64_t(v);
+}
+
 /// "90", "90s", "30m", "8h", "1.5h" -> seconds.
 double parse_duration(const std::string &text) {
     size_t used = 0;
@@ -83,6 +96,18 @@ std::vector<int64_t> shape_of(const std::string &op_name, const std::string &tex
 int main(int argc, char **argv) {
     CLI::App app{"kiln: a scheduling language and autotuner for fast kernels"};
     app.require_subcommand(1);
+    // A value the option cannot hold ("--trials abc") is one "kiln:" line like every other bad
+    // option, naming the option and the value.
+    app.failure_message([](const CLI::App *a, const CLI::Error &e) -> std::string {
+        const std::string prefix = "Could not convert: ";
+        std::string what = e.what();
+        size_t eq = what.find(" = ");
+        if (!dynamic_cast<const CLI::ConversionError *>(&e) || what.rfind(prefix, 0) != 0 ||
+            eq == std::string::npos)
+            return CLI::FailureMessage::simple(a, e);
+        return "kiln: " + what.substr(prefix.size(), eq - prefix.size()) + " " +
+               what.substr(eq + 3) + ": not a value this option takes; see --help\n";
+    });
 
     int width = 64, height = 48;
     CLI::App *demo = app.add_subcommand("demo", "run a 3x3 blur through the reference evaluator");
@@ -123,7 +148,8 @@ int main(int argc, char **argv) {
     tune_cmd->add_option("--jobs", tune.jobs, "worker processes building candidates in parallel")
         ->default_str("2");
     tune_cmd->add_option("--threads", tune.threads, "threads per kernel (default: all cores)");
-    tune_cmd->add_option("--seed", tune.seed, "strategy seed")->default_str("1");
+    std::string seed_text;
+    tune_cmd->add_option("--seed", seed_text, "strategy seed, 0..2^64-1")->default_str("1");
     tune_cmd->add_flag("--no-resume", no_resume, "start a fresh run instead of resuming");
     tune_cmd->add_flag("--budget-across-runs", tune.budget_across_runs,
                        "count earlier runs' trials and time against the budget");
@@ -190,9 +216,15 @@ int main(int argc, char **argv) {
 
     add_db_commands(app);
 
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        int rc = app.exit(e); // --help: 0; a bad option: its message (see failure_message above)
+        return dynamic_cast<const CLI::ConversionError *>(&e) ? 1 : rc;
+    }
     try {
         if (*demo) return run_demo(width, height);
+        if (*tune_cmd && !seed_text.empty()) tune.seed = parse_seed(seed_text);
         if (*tune_cmd && !generator_exe.empty()) {
             GeneratorTuneRequest request;
             request.generator = tune.op;

@@ -598,7 +598,11 @@ TEST(Tuner, NonsensicalOptionsAreRefusedBeforeTheDatabase) {
          "--min-time-ms -5: a positive number of milliseconds"},
         {[](TuneOptions &o) { o.remeasure = -2; },
          "--remeasure -2: 0 (none) or a positive number of configs"},
-        {[](TuneOptions &o) { o.jobs = 0; }, "--jobs 0: at least 1 worker process"},
+        {[](TuneOptions &o) { o.jobs = 0; }, "--jobs 0: 1.." + std::to_string(max_threads) +
+                                                 " worker processes (4 x hardware threads)"},
+        {[](TuneOptions &o) { o.jobs = 100000; }, "--jobs 100000: 1.." +
+                                                      std::to_string(max_threads) +
+                                                      " worker processes (4 x hardware threads)"},
         {[](TuneOptions &o) { o.strategy = "nope"; },
          "--strategy nope: unknown strategy 'nope'; choose one of: random, grid, evolution, "
          "annealing, model, bandit"},
@@ -632,7 +636,18 @@ TEST(Tuner, CommandLineRefusesNonsensicalOptionsWithOneLine) {
         {{"--timeout", "-1"}, "kiln: --timeout -1: a positive number of seconds\n"},
         {{"--min-time-ms", "-5"}, "kiln: --min-time-ms -5: a positive number of milliseconds\n"},
         {{"--remeasure", "-2"}, "kiln: --remeasure -2: 0 (none) or a positive number of configs\n"},
-        {{"--jobs", "0"}, "kiln: --jobs 0: at least 1 worker process\n"},
+        {{"--jobs", "0"},
+         "kiln: --jobs 0: 1.." + std::to_string(4 * default_threads()) +
+             " worker processes (4 x hardware threads)\n"},
+        {{"--jobs", "100000"},
+         "kiln: --jobs 100000: 1.." + std::to_string(4 * default_threads()) +
+             " worker processes (4 x hardware threads)\n"},
+        {{"--seed", "-1"}, "kiln: --seed -1: a whole number 0..18446744073709551615\n"},
+        {{"--seed", "18446744073709551616"},
+         "kiln: --seed 18446744073709551616: a whole number 0..18446744073709551615\n"},
+        {{"--seed", "0x10"}, "kiln: --seed 0x10: a whole number 0..18446744073709551615\n"},
+        {{"--trials", "abc"}, "kiln: --trials abc: not a value this option takes; see --help\n"},
+        {{"--threads", "1.5"}, "kiln: --threads 1.5: not a value this option takes; see --help\n"},
         {{"--threads", "-1"},
          "kiln: --threads -1: 0 (all " + std::to_string(default_threads()) +
              " hardware threads) or 1.." + std::to_string(4 * default_threads()) +
@@ -742,10 +757,33 @@ TEST(Tuner, AShapeWhoseBuffersDoNotFitInMemoryIsRefusedBeforeAnything) {
     EXPECT_EQ(wait_exit(pid), 1);
     std::string log = read_file(dir / "log");
     EXPECT_TRUE(std::regex_match(
-        log, std::regex(R"(kiln: --shape 1000000x1000000x1000000: matmul needs 11176 GiB for its )"
-                        R"(input and output buffers, more than the [0-9.]+ GiB of physical )"
-                        R"(memory of this machine; tune a smaller --shape here, or on a machine )"
-                        R"(with more memory\n)")))
+        log,
+        std::regex(R"(kiln: --shape 1000000x1000000x1000000: tuning matmul needs 55879 GiB )"
+                   R"(\(11176 GiB of input and output buffers, held by the tuner and twice by )"
+                   R"(each of the 2 worker processes\), more than the [0-9.]+ GiB of physical )"
+                   R"(memory of this machine; tune a smaller --shape or use fewer --jobs here, or )"
+                   R"(tune on a machine with more memory\n)")))
+        << log;
+    EXPECT_FALSE(fs::exists(dir / "k.db"));
+
+    // What each worker holds counts: a shape whose buffers fit once but not in the tuner and
+    // two copies per worker is refused too, and with fewer jobs it may fit.
+    apps::register_builtin_operators();
+    const apps::Operator &matmul = apps::find_operator("matmul");
+    int64_t have = physical_memory_bytes();
+    int64_t n = 1024;
+    while (apps::buffer_bytes(matmul, {n, n, n}) * 2 <= have)
+        n *= 2; // the buffers are more than half the memory: never fit with a worker
+    EXPECT_LE(apps::buffer_bytes(matmul, {n, n, n}), 16 * have);
+    EXPECT_EQ(tuning_memory_bytes(matmul, {n, n, n}, 3), apps::buffer_bytes(matmul, {n, n, n}) * 7);
+    pid = spawn_kiln({"tune", "matmul", "--shape",
+                      std::to_string(n) + "x" + std::to_string(n) + "x" + std::to_string(n),
+                      "--jobs", "1", "--db", dir / "k.db"},
+                     dir / "log");
+    EXPECT_EQ(wait_exit(pid), 1);
+    log = read_file(dir / "log");
+    EXPECT_NE(log.find("held by the tuner and twice by each of the 1 worker processes"),
+              std::string::npos)
         << log;
     EXPECT_FALSE(fs::exists(dir / "k.db"));
 
