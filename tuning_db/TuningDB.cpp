@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -480,10 +481,36 @@ std::map<std::string, std::vector<size_t>> stored_lists(Database::Impl &db, int6
     return out;
 }
 
-const char *const kWorkloadSummary =
-    "SELECT w.id, w.op, w.algorithm_hash, w.shape, w.types, count(m.id), "
-    "coalesce(sum(m.status = 'ok'), 0), min(CASE WHEN m.status = 'ok' THEN m.median_ms END) "
-    "FROM workloads w LEFT JOIN measurements m ON m.workload_id = w.id ";
+/// A WITH clause that defines `cfg(k, med)`: for each config (of a workload on a target) of the
+/// measurements `from_where` selects (a FROM ... WHERE ... over measurements m), and each value
+/// of the SQL expression `key`, the config's time as Database::best defines it: the median of
+/// its ok measurements' medians (the middle one, or the mean of the two middle ones). So every
+/// "best" the database reports is a config's median, never one lucky measurement.
+std::string config_medians(const std::string &key, const std::string &from_where) {
+    const std::string config = "PARTITION BY " + key + ", m.workload_id, m.target_id, m.config_id";
+    return "WITH ok AS (SELECT " + key +
+           " AS k, m.workload_id AS wid, m.target_id AS tid, m.config_id AS cid, m.median_ms AS "
+           "ms, row_number() OVER (" +
+           config + " ORDER BY m.median_ms) AS rn, count(*) OVER (" + config + ") AS n " +
+           from_where +
+           " AND m.status = 'ok'), cfg AS (SELECT k, avg(ms) AS med FROM ok WHERE rn IN ((n + 1) "
+           "/ 2, (n + 2) / 2) GROUP BY k, wid, tid, cid) ";
+}
+
+/// The middle value of a sorted, non-empty list (the mean of the two middle ones).
+double median_of_sorted(const std::vector<double> &v) {
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Workload rows with their measurement counts and best config time (read_workload's columns).
+std::string workload_summary() {
+    return config_medians("m.workload_id", "FROM measurements m WHERE 1") +
+           ", best AS (SELECT k, min(med) AS ms FROM cfg GROUP BY k) "
+           "SELECT w.id, w.op, w.algorithm_hash, w.shape, w.types, count(m.id), "
+           "coalesce(sum(m.status = 'ok'), 0), max(b.ms) FROM workloads w LEFT JOIN measurements "
+           "m ON m.workload_id = w.id LEFT JOIN best b ON b.k = w.id ";
+}
 
 WorkloadRecord read_workload(const Query &q) {
     WorkloadRecord w;
@@ -815,7 +842,7 @@ TargetRecord Database::target(int64_t target_id) const {
 WorkloadRecord Database::workload(int64_t workload_id) const {
     Impl &db = *impl_;
     return db.read("reading a workload", [&] {
-        Query q(db, std::string(kWorkloadSummary) + "WHERE w.id = ? GROUP BY w.id");
+        Query q(db, workload_summary() + "WHERE w.id = ? GROUP BY w.id");
         if (!q.bind(workload_id).step())
             db.fail_user(detail::str("no workload with id ", workload_id));
         return read_workload(q);
@@ -837,7 +864,7 @@ std::vector<WorkloadRecord> Database::workloads() const {
     Impl &db = *impl_;
     return db.read("listing workloads", [&] {
         std::vector<WorkloadRecord> out;
-        Query q(db, std::string(kWorkloadSummary) + "GROUP BY w.id ORDER BY w.op, w.shape, w.id");
+        Query q(db, workload_summary() + "GROUP BY w.id ORDER BY w.op, w.shape, w.id");
         while (q.step())
             out.push_back(read_workload(q));
         return out;
@@ -849,7 +876,7 @@ std::vector<WorkloadRecord> Database::workloads_matching(const std::string &op,
     Impl &db = *impl_;
     return db.read("listing workloads", [&] {
         std::vector<WorkloadRecord> out;
-        Query q(db, std::string(kWorkloadSummary) +
+        Query q(db, workload_summary() +
                         "WHERE w.op = ?1 AND (?2 = '' OR w.shape = ?2) GROUP BY w.id "
                         "ORDER BY w.shape, w.id");
         q.bind(op, shape);
@@ -1020,14 +1047,21 @@ Statistics Database::statistics(const Filter &filter) const {
             }
         }
         {
-            Query q(db, "SELECT count(DISTINCT m.config_id), min(CASE WHEN m.status = 'ok' THEN "
-                        "m.median_ms END) FROM measurements m JOIN workloads w ON "
-                        "w.id = m.workload_id" +
+            Query q(db, "SELECT count(DISTINCT m.config_id) FROM measurements m JOIN workloads w "
+                        "ON w.id = m.workload_id" +
                             filter_clause("m"));
             bind(q);
             q.step();
             s.configs = q.i64(0);
-            s.best_ms = q.opt_dbl(1);
+        }
+        {
+            Query q(db, config_medians("0", "FROM measurements m JOIN workloads w ON w.id = "
+                                            "m.workload_id" +
+                                                filter_clause("m")) +
+                            "SELECT min(med) FROM cfg");
+            bind(q);
+            q.step();
+            s.best_ms = q.opt_dbl(0);
         }
         std::map<std::string, Statistics::PerStrategy> per;
         {
@@ -1044,18 +1078,24 @@ Statistics Database::statistics(const Filter &filter) const {
                 s.trials += p.trials;
             }
         }
+        const std::string by_strategy = "FROM measurements m JOIN tuning_runs r ON r.id = "
+                                        "m.run_id JOIN workloads w ON w.id = m.workload_id" +
+                                        filter_clause("m");
         {
-            Query q(db, "SELECT r.strategy, count(*), min(CASE WHEN m.status = 'ok' THEN "
-                        "m.median_ms END) FROM measurements m JOIN tuning_runs r ON "
-                        "r.id = m.run_id JOIN workloads w ON w.id = m.workload_id" +
-                            filter_clause("m") + "GROUP BY r.strategy");
+            Query q(db, "SELECT r.strategy, count(*) " + by_strategy + "GROUP BY r.strategy");
             bind(q);
             while (q.step()) {
                 auto &p = per[q.text(0)];
                 p.strategy = q.text(0);
                 p.measurements = q.i64(1);
-                p.best_ms = q.opt_dbl(2);
             }
+        }
+        {
+            Query q(db, config_medians("r.strategy", by_strategy) +
+                            "SELECT k, min(med) FROM cfg GROUP BY k");
+            bind(q);
+            while (q.step())
+                per[q.text(0)].best_ms = q.dbl(1);
         }
         for (auto &[name, p] : per)
             s.per_strategy.push_back(p);
@@ -1234,13 +1274,24 @@ std::vector<ProgressPoint> Database::progress(int64_t run_id) const {
     Impl &db = *impl_;
     return db.read("reading a run's progress", [&] {
         std::vector<ProgressPoint> out;
-        Query q(db, "SELECT m.status, m.median_ms, m.timestamp_us - r.started_us FROM "
-                    "measurements m JOIN tuning_runs r ON r.id = m.run_id WHERE m.run_id = ? "
+        Query q(db, "SELECT m.status, m.median_ms, m.timestamp_us - r.started_us, m.config_id "
+                    "FROM measurements m JOIN tuning_runs r ON r.id = m.run_id WHERE m.run_id = ? "
                     "ORDER BY m.id");
         q.bind(run_id);
-        std::optional<double> best;
+        // The best config time after each measurement, as Database::best defines it (the
+        // median of a config's ok measurements), over the run's measurements so far: a
+        // re-measurement that is slower than a lucky first one can make the curve rise.
+        std::map<int64_t, std::vector<double>> times; // config -> its ok medians, sorted
+        std::multiset<double> config_ms;              // each measured config's time
         while (q.step()) {
-            if (q.text(0) == "ok" && (!best || q.dbl(1) < *best)) best = q.dbl(1);
+            if (q.text(0) == "ok") {
+                std::vector<double> &t = times[q.i64(3)];
+                if (!t.empty()) config_ms.erase(config_ms.find(median_of_sorted(t)));
+                t.insert(std::upper_bound(t.begin(), t.end(), q.dbl(1)), q.dbl(1));
+                config_ms.insert(median_of_sorted(t));
+            }
+            std::optional<double> best;
+            if (!config_ms.empty()) best = *config_ms.begin();
             out.push_back({int64_t(out.size()) + 1, double(q.i64(2)) / 1e6, best});
         }
         return out;

@@ -443,6 +443,40 @@ TEST(TuningDB, StatisticsCountStatusesTrialsAndStrategies) {
     EXPECT_DOUBLE_EQ(*ws[1].best_ms, 2.0);
 }
 
+TEST(TuningDB, EveryBestIsAConfigsMedianNotItsLuckiestMeasurement) {
+    // Config a is measured at 1 ms once (a lucky first value), then at 10 and 12 ms: its time is
+    // the median, 10 ms, so config b (5 ms) is the best everywhere the database says "best".
+    ScratchDir dir;
+    Database db = Database::open(dir.file("kiln.db"));
+    int64_t t = db.target_id(test_target()), w = db.workload_id(test_workload());
+    int64_t run = db.create_run(w, t, "random", 1, 10, 0, "{}");
+    int64_t a = test_config(db, 1), b = test_config(db, 2);
+    db.record_measurement(ok_measurement(run, w, t, a, 1.0));
+    db.record_measurement(ok_measurement(run, w, t, b, 5.0));
+    db.record_measurement(ok_measurement(run, w, t, a, 10.0));
+    db.record_measurement(ok_measurement(run, w, t, a, 12.0));
+
+    EXPECT_EQ(db.best(w, t)->config.id, b);
+    EXPECT_DOUBLE_EQ(db.best(w, t)->median_ms, 5.0);
+    Statistics s = db.statistics({w, t, std::nullopt});
+    EXPECT_DOUBLE_EQ(*s.best_ms, 5.0);
+    ASSERT_EQ(s.per_strategy.size(), 1u);
+    EXPECT_DOUBLE_EQ(*s.per_strategy[0].best_ms, 5.0);
+    std::vector<WorkloadRecord> ws = db.workloads();
+    ASSERT_EQ(ws.size(), 1u);
+    EXPECT_DOUBLE_EQ(*ws[0].best_ms, 5.0);
+    EXPECT_DOUBLE_EQ(*db.workload(w).best_ms, 5.0);
+
+    // The curve follows the configs' medians: 1, then 1, then (1 + 10) / 2 = 5.5 against b's 5,
+    // then a's median 10 against b's 5.
+    std::vector<ProgressPoint> p = db.progress(run);
+    ASSERT_EQ(p.size(), 4u);
+    EXPECT_DOUBLE_EQ(*p[0].best_ms, 1.0);
+    EXPECT_DOUBLE_EQ(*p[1].best_ms, 1.0);
+    EXPECT_DOUBLE_EQ(*p[2].best_ms, 5.0);
+    EXPECT_DOUBLE_EQ(*p[3].best_ms, 5.0);
+}
+
 TEST(TuningDB, RunsSaveStateForResumeAndTrackProgress) {
     ScratchDir dir;
     std::string path = dir.file("kiln.db");
