@@ -35,14 +35,14 @@ struct Shape {
     int lanes = 4; ///< natural vector lanes of the output type
 };
 
-Shape read_shape(const apps::OperatorInstance &inst) {
+Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
     Shape s;
     const Func &f = inst.output;
     s.out = f.name();
     s.dims = f.args();
     s.extents = inst.output_extents;
     int bits = std::max(8, int(f.output_types().front().bits));
-    s.lanes = std::max(1, Target::host().vector_bits / bits);
+    s.lanes = std::max(1, target.vector_bits / bits);
     for (int u = 0; u < f.num_updates(); u++) {
         const Definition &d = f.update_definition(u);
         Shape::Update up;
@@ -76,8 +76,9 @@ Shape read_shape(const apps::OperatorInstance &inst) {
 
 } // namespace
 
-SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &shape) {
-    Shape s = read_shape(op.make(shape));
+SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &shape,
+                       const Target &target) {
+    Shape s = read_shape(op.make(shape), target);
     SearchSpace space("auto:" + op.name);
     const int d = int(s.dims.size());
     const int64_t ext_x = d > 0 ? s.extents[0] : 1, ext_y = d > 1 ? s.extents[1] : 1;

@@ -14,8 +14,10 @@
 
 namespace kiln::autotune {
 
-/// The automatic space of one instance of an operator (built with op.make(shape)).
-SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &shape);
+/// The automatic space of one instance of an operator (built with op.make(shape)) for a CPU
+/// target, whose vector width gives the natural vector lanes.
+SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &shape,
+                       const Target &target);
 
 /// The automatic GPU space of one instance of an operator: the output tiled over blocks and
 /// threads (block_x, block_y, out_x outputs per thread, unroll), each other Func inlined, computed

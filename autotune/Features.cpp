@@ -215,4 +215,18 @@ std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::Operator
     return v;
 }
 
+std::optional<std::vector<float>> FeatureCache::operator()(const Config &c) {
+    std::string h = space.hash(c);
+    auto it = cache.find(h);
+    if (it != cache.end()) return it->second;
+    std::optional<std::vector<float>> f;
+    try {
+        apps::OperatorInstance inst = op.make(shape);
+        space.apply(inst, c);
+        f = loop_nest_features(inst.pipeline().lower(), inst);
+    } catch (const std::exception &) { // a config that does not lower: no features
+    }
+    return cache[h] = f;
+}
+
 } // namespace kiln::autotune

@@ -4,10 +4,13 @@
 // weighted by how many times it executes (the product of the enclosing loop extents).
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "apps/Operator.h"
+#include "autotune/SearchSpace.h"
 #include "schedule/LoweredFunc.h"
 
 namespace kiln::autotune {
@@ -20,5 +23,22 @@ const std::vector<std::string> &feature_names();
 /// bytes loaded and stored per iteration of each of those levels, float operations, arithmetic
 /// intensity, parallel and unrolled loop counts, allocation sizes.
 std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::OperatorInstance &inst);
+
+/// The features of a space's configs (what ProposalContext::features gives a strategy), lowered
+/// from a fresh instance of the operator at the shape, remembered by config hash. A config that
+/// does not lower, for whatever reason (any exception), has none, and is not lowered again. One
+/// class for the tuner and the simulator, so both rank what the same lowering produces.
+class FeatureCache {
+public:
+    FeatureCache(const apps::Operator &op, std::vector<int64_t> shape, const SearchSpace &space)
+        : op(op), shape(std::move(shape)), space(space) {}
+    std::optional<std::vector<float>> operator()(const Config &c);
+
+private:
+    const apps::Operator &op;
+    std::vector<int64_t> shape;
+    const SearchSpace &space;
+    std::map<std::string, std::optional<std::vector<float>>> cache;
+};
 
 } // namespace kiln::autotune

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/Operator.h"
+#include "codegen/Target.h"
 #include "schedule/ScheduleTrace.h"
 
 namespace kiln::autotune {
@@ -138,7 +139,7 @@ struct GpuLimits;
 /// template (autotune/Templates.h, gpu_template_space) within `gpu_limits`; an operator without
 /// one, or kind "auto" (the automatic space makes CPU schedules only), is a CompileError.
 SearchSpace space_for(const apps::Operator &op, const std::vector<int64_t> &shape,
-                      const std::string &kind = "template", const Target &target = Target::host(),
+                      const std::string &kind, const Target &target,
                       const GpuLimits *gpu_limits = nullptr);
 
 /// A stable 64-bit FNV-1a digest as 16 hex digits.

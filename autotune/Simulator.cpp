@@ -9,6 +9,7 @@
 #include "autotune/Features.h"
 #include "autotune/Strategy.h"
 #include "autotune/Tuner.h"
+#include "codegen/Target.h"
 #include "lang/Error.h"
 
 namespace kiln::autotune {
@@ -17,7 +18,8 @@ SimulationReport simulate(const SimulateOptions &opt, std::ostream &out) {
     apps::register_builtin_operators();
     const apps::Operator &op = apps::find_operator(opt.op);
     std::vector<int64_t> shape = opt.shape.empty() ? op.default_shape : opt.shape;
-    SearchSpace space = space_for(op, shape, opt.space);
+    // Simulation replays this machine's records (host_target_key below): the host's space.
+    SearchSpace space = space_for(op, shape, opt.space, Target::host());
     tuning_db::WorkloadKey wk = workload_key(op, shape);
     space.set_salt(wk.algorithm_hash + "/" + wk.shape);
     tuning_db::Database db = tuning_db::Database::open_existing(opt.db_path);
@@ -81,7 +83,7 @@ SimulationReport simulate(const SimulateOptions &opt, std::ostream &out) {
     }
 
     std::vector<std::string> names = opt.strategies.empty() ? strategy_names() : opt.strategies;
-    std::map<std::string, std::optional<std::vector<float>>> feature_cache;
+    FeatureCache features(op, shape, space);
     for (const std::string &name : names) {
         std::unique_ptr<Strategy> strategy = make_strategy(name, opt.seed);
         SimulatedStrategy r;
@@ -92,20 +94,7 @@ SimulationReport simulate(const SimulateOptions &opt, std::ostream &out) {
         ProposalContext ctx{
             space,
             [&](const std::string &h) { return seen.count(h) != 0 || recorded.count(h) == 0; },
-            [&](const Config &c) -> std::optional<std::vector<float>> {
-                std::string h = space.hash(c);
-                auto it = feature_cache.find(h);
-                if (it != feature_cache.end()) return it->second;
-                std::optional<std::vector<float>> f;
-                try {
-                    apps::OperatorInstance inst = op.make(shape);
-                    space.apply(inst, c);
-                    f = loop_nest_features(inst.pipeline().lower(), inst);
-                } catch (const CompileError &) {
-                }
-                return feature_cache[h] = f;
-            },
-            &universe};
+            [&](const Config &c) { return features(c); }, &universe};
         int empty = 0;
         while (r.trials < opt.trials && empty < 3) {
             std::vector<Config> batch = strategy->propose(ctx, 4);

@@ -20,9 +20,9 @@ VarOrRVar V(const std::string &n) { // NOLINT(readability-identifier-naming)
 // over k, B_panel copies B. The hand schedule tiles C by 2 vectors x 8 rows, keeps the tile of
 // prod in registers (computed at the row block), packs a panel of B per column block, and
 // parallelizes the column blocks. The template makes each of those numbers and choices a knob.
-SearchSpace matmul_template(const std::vector<int64_t> &shape) {
+SearchSpace matmul_template(const std::vector<int64_t> &shape, const Target &target) {
     const int64_t M = shape[0], N = shape[1], K = shape[2];
-    const int vec = std::max(1, Target::host().vector_bits / 32);
+    const int vec = std::max(1, target.vector_bits / 32);
     SearchSpace s("matmul");
     s.add_integers("lanes", {4, 8, 16});
     s.add_powers_of_two("tile_j", 4, 128);
@@ -98,10 +98,11 @@ SearchSpace matmul_template(const std::vector<int64_t> &shape) {
 // schedule tiles the output (256 x 32), computes blur_x per tile, vectorizes both stages and
 // parallelizes the tile rows. Knobs: the tile, the vector width, where blur_x is computed, and
 // whether the tile's rows are unrolled.
-SearchSpace blur_template(const apps::Operator &op, const std::vector<int64_t> &shape) {
+SearchSpace blur_template(const apps::Operator &op, const std::vector<int64_t> &shape,
+                          const Target &target) {
     const int64_t W = shape[0] - 2, H = shape[1] - 2;
     const int bits = op.name == "blur_u16" ? 16 : 32;
-    const int vec = std::max(1, Target::host().vector_bits / bits);
+    const int vec = std::max(1, target.vector_bits / bits);
     SearchSpace s(op.name);
     s.add_powers_of_two("tile_x", 8, 1024);
     s.add_powers_of_two("tile_y", 1, 128);
@@ -145,9 +146,9 @@ SearchSpace blur_template(const apps::Operator &op, const std::vector<int64_t> &
 // 8 pixels in registers (conv computed per tile, stored channel-innermost), with padded and
 // w_packed at root and rows in parallel. Knobs: the channel tile and vector width, the pixel
 // tile, whether to unroll it, where conv is computed, the loop order of the reduction.
-SearchSpace conv2d_template(const std::vector<int64_t> &shape) {
+SearchSpace conv2d_template(const std::vector<int64_t> &shape, const Target &target) {
     const int64_t CO = shape[1], W = shape[3];
-    const int vec = std::max(1, Target::host().vector_bits / 32);
+    const int vec = std::max(1, target.vector_bits / 32);
     SearchSpace s("conv2d");
     s.add_integers("lanes", {4, 8, 16});
     s.add_powers_of_two("tile_co", 4, 64);
@@ -199,10 +200,10 @@ SearchSpace conv2d_template(const std::vector<int64_t> &shape) {
 } // namespace
 
 std::optional<SearchSpace> template_space(const apps::Operator &op,
-                                          const std::vector<int64_t> &shape) {
-    if (op.name == "matmul") return matmul_template(shape);
-    if (op.name == "blur" || op.name == "blur_u16") return blur_template(op, shape);
-    if (op.name == "conv2d") return conv2d_template(shape);
+                                          const std::vector<int64_t> &shape, const Target &target) {
+    if (op.name == "matmul") return matmul_template(shape, target);
+    if (op.name == "blur" || op.name == "blur_u16") return blur_template(op, shape, target);
+    if (op.name == "conv2d") return conv2d_template(shape, target);
     return std::nullopt;
 }
 
@@ -222,9 +223,9 @@ SearchSpace space_for(const apps::Operator &op, const std::vector<int64_t> &shap
                            "); GPU templates: matmul, conv2d, blur, blur_u16, softmax, layernorm; "
                            "or tune it with --space auto (the automatic GPU space)");
     }
-    if (kind == "auto") return auto_space(op, shape);
-    if (auto t = template_space(op, shape)) return std::move(*t);
-    return auto_space(op, shape);
+    if (kind == "auto") return auto_space(op, shape, target);
+    if (auto t = template_space(op, shape, target)) return std::move(*t);
+    return auto_space(op, shape, target);
 }
 
 } // namespace kiln::autotune

@@ -11,9 +11,10 @@
 
 namespace kiln::autotune {
 
-/// The template of `op` at `shape`, or empty when `op` has none.
+/// The template of `op` at `shape` for a CPU target (its vector width sets the lanes knob), or
+/// empty when `op` has none.
 std::optional<SearchSpace> template_space(const apps::Operator &op,
-                                          const std::vector<int64_t> &shape);
+                                          const std::vector<int64_t> &shape, const Target &target);
 
 /// The device limits a GPU template's constraints keep to (the device interface's
 /// device_limits; kiln's portable limits, 1024 threads and 48 KiB, apply on top).

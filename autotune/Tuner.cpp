@@ -1,6 +1,5 @@
 #include "autotune/Tuner.h"
 
-#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "autotune/Features.h"
 #include "autotune/Runner.h"
 #include "autotune/Strategy.h"
+#include "autotune/WorkerPool.h"
 #include "codegen/Target.h"
 #include "driver/Pipeline.h"
 #include "lang/Error.h"
@@ -237,31 +237,6 @@ struct Attempts {
     }
 };
 
-struct Candidate {
-    enum class Kind { search, default_schedule, hand_schedule, remeasure };
-    Kind kind = Kind::search;
-    std::optional<Config> config;
-    std::string hash, config_json, trace_json;
-};
-
-struct Slot {
-    std::unique_ptr<WorkerProcess> worker;
-    enum class State { idle, building, built, measuring } state = State::idle;
-    Candidate cand;
-    Clock::time_point deadline;
-    double compile_ms = 0, first_ms = 0;
-    int64_t built_order = 0;
-    std::string phase;  ///< what the deadline guards, for timeout messages
-    double limit_s = 0; ///< the length of that deadline
-
-    void set_deadline(const std::string &what, double seconds) {
-        phase = what;
-        limit_s = seconds;
-        deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(seconds));
-    }
-};
-
 class Tuner {
 public:
     Tuner(const TuneOptions &o, std::ostream &out, std::ostream &err)
@@ -320,22 +295,6 @@ private:
             attempts[m.config_hash].add(m.id, m.status);
     }
 
-    std::optional<std::vector<float>> features(const Config &c) {
-        std::string h = space.hash(c);
-        auto it = feature_cache.find(h);
-        if (it != feature_cache.end()) return it->second;
-        std::optional<std::vector<float>> f;
-        try {
-            apps::OperatorInstance inst = op.make(shape);
-            space.apply(inst, c);
-            LoweredFunc lowered = inst.pipeline().lower();
-            f = loop_nest_features(lowered, inst);
-        } catch (const std::exception &) { // a config that does not lower: no features
-        }
-        feature_cache[h] = f;
-        return f;
-    }
-
     // --- budget ---------------------------------------------------------------------------------
     double elapsed() const {
         return seconds_since(start) + (opt.budget_across_runs ? elapsed_before : 0);
@@ -347,7 +306,7 @@ private:
         int64_t n = 0;
         for (const Candidate &c : queue)
             n += c.kind == Candidate::Kind::search;
-        for (const Slot &s : slots)
+        for (const Slot &s : pool->slots())
             n += s.state != Slot::State::idle && s.cand.kind == Candidate::Kind::search;
         return n;
     }
@@ -368,7 +327,6 @@ private:
     void handle_line(Slot &s, const std::string &line);
     void handle_death(Slot &s);
     void handle_timeout(Slot &s);
-    void replace_worker(Slot &s);
     void drive(bool search);
     double run_deadline_s() const {
         if (best_ms) return std::max(opt.timeout_s, 20.0 * *best_ms / 1000.0);
@@ -388,6 +346,13 @@ private:
     }
     void baselines();
     Candidate baseline(Candidate::Kind kind);
+    /// Claims the latest run of the strategy (resume) or creates a new one; sets run_id.
+    void resume_or_start_run();
+    /// --budget-across-runs: the trials and time of the strategy's earlier runs.
+    void count_earlier_runs();
+    void remeasure_best();
+    /// The summary on `out`: counts, the best config and its speedups, how to resume.
+    void print_summary(const std::optional<tuning_db::BestConfig> &b);
 
     const TuneOptions &opt;
     std::ostream &out, &err;
@@ -410,10 +375,9 @@ private:
     std::set<std::string> in_flight;
     std::set<std::string> tried;              ///< recorded by this invocation: not again
     std::map<std::string, Attempts> attempts; ///< the database's measurements, per config hash
-    std::map<std::string, std::optional<std::vector<float>>> feature_cache;
+    FeatureCache features{op, shape, space};
     std::deque<Candidate> queue;
-    std::vector<Slot> slots;
-    int64_t built_counter = 0;
+    std::optional<WorkerPool> pool; ///< started by run()
     bool exhausted = false;
     int empty_proposals = 0;
     std::optional<double> best_ms;
@@ -493,13 +457,8 @@ void Tuner::refill() {
     }
 }
 
-void Tuner::replace_worker(Slot &s) {
-    s.worker = std::make_unique<WorkerProcess>(worker_path, opt.worker_args);
-    s.state = Slot::State::idle;
-}
-
 void Tuner::start_builds() {
-    for (Slot &s : slots) {
+    for (Slot &s : pool->slots()) {
         if (s.state != Slot::State::idle || queue.empty()) continue;
         s.cand = std::move(queue.front());
         queue.pop_front();
@@ -509,7 +468,7 @@ void Tuner::start_builds() {
         if (!s.worker->send(req)) {
             // The worker died while idle: start another and try again later.
             queue.push_front(std::move(s.cand));
-            replace_worker(s);
+            pool->replace(s);
             continue;
         }
         s.state = Slot::State::building;
@@ -518,12 +477,7 @@ void Tuner::start_builds() {
 }
 
 void Tuner::start_measure() {
-    Slot *next = nullptr;
-    for (Slot &s : slots) {
-        if (s.state == Slot::State::measuring) return; // one measurement at a time
-        if (s.state == Slot::State::built && (!next || s.built_order < next->built_order))
-            next = &s;
-    }
+    Slot *next = pool->next_to_measure();
     if (!next) return;
     if (!time_left() && next->cand.kind == Candidate::Kind::search) return;
     json req = {
@@ -556,9 +510,8 @@ void Tuner::handle_line(Slot &s, const std::string &line) {
     std::string status = j.value("status", "runtime_error");
     if (s.state == Slot::State::building) {
         if (status == "built") {
-            s.state = Slot::State::built;
+            pool->mark_built(s);
             s.compile_ms = j.value("compile_ms", 0.0);
-            s.built_order = built_counter++;
             return;
         }
         // compile_error, or runtime_error when a GPU kernel failed its first (warm-up) run.
@@ -599,7 +552,7 @@ void Tuner::handle_death(Slot &s) {
     } else if (s.state == Slot::State::built) {
         queue.push_front(std::move(s.cand)); // not the candidate's fault as far as we know
     }
-    replace_worker(s);
+    pool->replace(s);
 }
 
 void Tuner::handle_timeout(Slot &s) {
@@ -611,7 +564,7 @@ void Tuner::handle_timeout(Slot &s) {
         msg += " (the limit is max(--timeout, 20 x the best time), or --first-timeout before any "
                "candidate succeeded)";
     record(s.cand, Status::timeout, {}, 0, 0, s.compile_ms, msg);
-    replace_worker(s);
+    pool->replace(s);
 }
 
 void Tuner::drive(bool search) {
@@ -620,64 +573,27 @@ void Tuner::drive(bool search) {
         if (search) refill();
         start_builds();
         start_measure();
-        bool busy = false;
-        for (const Slot &s : slots)
-            busy |= s.state == Slot::State::building || s.state == Slot::State::measuring;
-        bool built = false;
-        for (const Slot &s : slots)
-            built |= s.state == Slot::State::built;
-        if (!busy && !(built && (time_left() || !search)) && queue.empty() &&
+        bool measuring = pool->any(Slot::State::measuring);
+        bool built = pool->any(Slot::State::built);
+        if (!pool->any_busy() && !(built && (time_left() || !search)) && queue.empty() &&
             (!search || !may_start_search()))
             return;
-        if (!time_left() && search) {
-            // Out of time: finish the measurement in progress, drop the rest.
-            bool measuring = false;
-            for (const Slot &s : slots)
-                measuring |= s.state == Slot::State::measuring;
-            if (!measuring) {
-                for (Slot &s : slots) {
-                    if (s.state == Slot::State::building || s.state == Slot::State::built) {
-                        in_flight.erase(s.cand.hash);
-                        s.worker->kill();
-                        replace_worker(s);
-                    }
-                }
-                for (const Candidate &c : queue)
-                    in_flight.erase(c.hash);
-                queue.clear();
-                return;
-            }
-        }
-
-        std::vector<pollfd> fds;
-        for (const Slot &s : slots)
-            fds.push_back({s.worker->read_fd(), POLLIN, 0});
-        auto now = Clock::now();
-        double wait_ms = 250;
-        for (const Slot &s : slots) {
-            if (s.state == Slot::State::building || s.state == Slot::State::measuring)
-                wait_ms = std::min(
-                    wait_ms,
-                    std::max(0.0,
-                             std::chrono::duration<double, std::milli>(s.deadline - now).count()));
-        }
-        int r = poll(fds.data(), fds.size(), int(wait_ms) + 1);
-        if (r < 0 && errno != EINTR) throw RuntimeError("tuner: poll failed");
-        for (size_t i = 0; i < slots.size(); i++) {
-            Slot &s = slots[i];
-            if (r > 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
-                bool alive = s.worker->pump();
-                while (auto line = s.worker->next_line())
-                    handle_line(s, *line);
-                if (!alive) {
-                    handle_death(s);
-                    continue;
+        if (!time_left() && search && !measuring) {
+            // Out of time: the measurement in progress has finished; drop the rest.
+            for (Slot &s : pool->slots()) {
+                if (s.state == Slot::State::building || s.state == Slot::State::built) {
+                    in_flight.erase(s.cand.hash);
+                    s.worker->kill();
+                    pool->replace(s);
                 }
             }
-            if ((s.state == Slot::State::building || s.state == Slot::State::measuring) &&
-                Clock::now() > s.deadline)
-                handle_timeout(s);
+            for (const Candidate &c : queue)
+                in_flight.erase(c.hash);
+            queue.clear();
+            return;
         }
+        pool->wait([this](Slot &s, const std::string &line) { handle_line(s, line); },
+                   [this](Slot &s) { handle_death(s); }, [this](Slot &s) { handle_timeout(s); });
         progress();
     }
 }
@@ -765,10 +681,7 @@ void Tuner::baselines() {
     }
 }
 
-TuneResult Tuner::run() {
-    ctx.known = [this](const std::string &h) { return known(h); };
-    ctx.features = [this](const Config &c) { return features(c); };
-
+void Tuner::resume_or_start_run() {
     std::optional<tuning_db::RunRecord> previous;
     if (opt.resume) previous = db.latest_run(workload_id, target_id, opt.strategy);
     json previous_state;
@@ -819,56 +732,30 @@ TuneResult Tuner::run() {
                              : std::string(" was finished meanwhile"))
                 << "; starting run " << run_id << "\n";
     }
-    result.run_id = run_id;
-    if (opt.budget_across_runs) {
-        for (const tuning_db::RunRecord &r : db.runs(workload_id, target_id)) {
-            if (r.strategy != opt.strategy) continue;
-            trials_before_budget += r.trials_done;
-            if (r.id != run_id) elapsed_before += r.elapsed_s;
-        }
-    }
-    if (auto b = db.best(workload_id, target_id)) best_ms = b->median_ms;
-    load_attempts();
+}
 
-    for (int i = 0; i < opt.jobs; i++) {
-        slots.emplace_back();
-        replace_worker(slots.back());
+void Tuner::count_earlier_runs() {
+    for (const tuning_db::RunRecord &r : db.runs(workload_id, target_id)) {
+        if (r.strategy != opt.strategy) continue;
+        trials_before_budget += r.trials_done;
+        if (r.id != run_id) elapsed_before += r.elapsed_s;
     }
-    if (opt.baselines) baselines();
-    drive(true);
+}
 
-    // Re-measure the best configs: a lucky measurement should not win.
-    if (!stopping() && opt.remeasure > 0) {
-        for (const tuning_db::BestConfig &b : db.top_k(workload_id, target_id, opt.remeasure)) {
-            Candidate c;
-            c.kind = Candidate::Kind::remeasure;
-            c.hash = b.config.hash;
-            c.config_json = b.config.config_json;
-            c.trace_json = b.config.trace_json;
-            queue.push_back(std::move(c));
-        }
-        drive(false);
+/// Re-measures the best configs: a lucky measurement should not win.
+void Tuner::remeasure_best() {
+    for (const tuning_db::BestConfig &b : db.top_k(workload_id, target_id, opt.remeasure)) {
+        Candidate c;
+        c.kind = Candidate::Kind::remeasure;
+        c.hash = b.config.hash;
+        c.config_json = b.config.config_json;
+        c.trace_json = b.config.trace_json;
+        queue.push_back(std::move(c));
     }
-    progress(true);
-    for (Slot &s : slots)
-        s.worker.reset();
-    result.elapsed_s = seconds_since(start);
-    result.interrupted = stopping();
-    if (!result.interrupted) db.finish_run(run_id);
+    drive(false);
+}
 
-    std::optional<tuning_db::BestConfig> b = db.best(workload_id, target_id);
-    if (b) {
-        result.best_ms = b->median_ms;
-        result.best_config_json = b->config.config_json;
-        result.best_trace_json = b->config.trace_json;
-        try {
-            result.best_cpp = ScheduleTrace::parse(b->config.trace_json).to_cpp();
-        } catch (const CompileError &e) {
-            result.best_cpp = std::string("// cannot print the trace: ") + e.what() + "\n";
-        }
-    }
-
-    // The summary.
+void Tuner::print_summary(const std::optional<tuning_db::BestConfig> &b) {
     out << "run " << run_id << (result.resumed ? " (resumed)" : "") << ": " << result.recorded
         << " measurements recorded in " << format_duration(result.elapsed_s) << " (";
     bool first = true;
@@ -921,6 +808,41 @@ TuneResult Tuner::run() {
             << (target.has_gpu() ? " --target " + opt.target : std::string()) << " --db "
             << opt.db_path << " ...); --no-resume starts over\n";
     }
+}
+
+TuneResult Tuner::run() {
+    ctx.known = [this](const std::string &h) { return known(h); };
+    ctx.features = [this](const Config &c) { return features(c); };
+    resume_or_start_run();
+    result.run_id = run_id;
+    if (opt.budget_across_runs) count_earlier_runs();
+    if (auto b = db.best(workload_id, target_id)) best_ms = b->median_ms;
+    load_attempts();
+
+    pool.emplace(worker_path, opt.worker_args, opt.jobs);
+    if (opt.baselines) baselines();
+    drive(true);
+
+    if (!stopping() && opt.remeasure > 0) remeasure_best();
+    progress(true);
+    pool->stop();
+    result.elapsed_s = seconds_since(start);
+    result.interrupted = stopping();
+    if (!result.interrupted) db.finish_run(run_id);
+
+    std::optional<tuning_db::BestConfig> b = db.best(workload_id, target_id);
+    if (b) {
+        result.best_ms = b->median_ms;
+        result.best_config_json = b->config.config_json;
+        result.best_trace_json = b->config.trace_json;
+        try {
+            result.best_cpp = ScheduleTrace::parse(b->config.trace_json).to_cpp();
+        } catch (const CompileError &e) {
+            result.best_cpp = std::string("// cannot print the trace: ") + e.what() + "\n";
+        }
+    }
+
+    print_summary(b);
     return result;
 }
 

@@ -143,7 +143,7 @@ TEST(SearchSpace, MatmulTemplateContainsTheHandSchedule) {
     apps::register_builtin_operators();
     const apps::Operator &op = apps::find_operator("matmul");
     std::vector<int64_t> shape{64, 64, 64};
-    std::optional<SearchSpace> t = template_space(op, shape);
+    std::optional<SearchSpace> t = template_space(op, shape, Target::host());
     ASSERT_TRUE(t);
     int vec = std::max(4, Target::host().vector_bits / 32);
     nlohmann::json hand = {{"lanes", std::min(vec, 16)},
@@ -165,7 +165,7 @@ TEST(SearchSpace, MatmulTemplateContainsTheHandSchedule) {
 TEST(SearchSpace, BrokenConfigIsRejectedBeforeScheduling) {
     apps::register_builtin_operators();
     const apps::Operator &op = apps::find_operator("matmul");
-    SearchSpace t = *template_space(op, {64, 64, 64});
+    SearchSpace t = *template_space(op, {64, 64, 64}, Target::host());
     Config c = t.at(0); // lanes 4, tile_j 4: valid
     ASSERT_TRUE(t.valid(c));
     c.index[size_t(t.knob_index("tile_j"))] = 0;
@@ -188,7 +188,7 @@ TEST(SearchSpace, AutoSpaceSchedulesEveryOperator) {
     for (const auto &[name, shape_text] : ops) {
         const apps::Operator &op = apps::find_operator(name);
         std::vector<int64_t> shape = apps::parse_shape(op, shape_text);
-        SearchSpace s = auto_space(op, shape);
+        SearchSpace s = auto_space(op, shape, Target::host());
         ASSERT_GT(s.knobs().size(), 2u) << name;
         std::mt19937_64 rng(3);
         int lowered = 0, tried = 0;
@@ -278,7 +278,7 @@ TEST(SearchSpace, BlurAndConv2dTemplatesScheduleCorrectly) {
     for (const Case &c : cases) {
         const apps::Operator &op = apps::find_operator(c.op);
         std::vector<int64_t> shape = apps::parse_shape(op, c.shape);
-        std::optional<SearchSpace> t = template_space(op, shape);
+        std::optional<SearchSpace> t = template_space(op, shape, Target::host());
         ASSERT_TRUE(t) << c.op;
         apps::OperatorInstance inst = op.make(shape);
         t->apply(inst, t->from_json(c.config));
@@ -328,7 +328,7 @@ TEST(AutoSpace, RfactorOfALongReductionLowersAndMatchesTheReference) {
         return BufferBase(out);
     };
     std::vector<int64_t> shape = {8, 4096};
-    SearchSpace s = auto_space(op, shape);
+    SearchSpace s = auto_space(op, shape, Target::host());
     int rf = s.knob_index("update0_rfactor"), split = s.knob_index("update0_split_r");
     std::mt19937_64 rng(11);
     int checked = 0;
