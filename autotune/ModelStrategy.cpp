@@ -2,7 +2,8 @@
 // measurements it samples at random; then, for every batch, it refits the cost model to all ok
 // measurements, builds a pool of candidates (random samples and mutations of the best configs),
 // ranks them by predicted score and proposes the best, keeping one random proposal per batch so
-// the model keeps learning about unexplored regions.
+// the model keeps learning about unexplored regions. Its state counts the proposals that came
+// from the ranked pool, so a run shows whether the model guided it or it only sampled at random.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -75,6 +76,7 @@ public:
             for (size_t r = 0; r < rank.size() && int(batch.size()) < greedy; r++) {
                 batch.push_back(pool[rank[r]]);
                 hashes.push_back(pool_hashes[rank[r]]);
+                ranked_proposals++;
             }
         }
         fill_random(n);
@@ -98,13 +100,17 @@ public:
         for (size_t i = 0; i < rows.size(); i++)
             samples.push_back(
                 {{"config", configs[i].index}, {"features", rows[i]}, {"score", scores[i]}});
-        return {{"rng", detail::save_rng(rng)}, {"samples", samples}};
+        return {{"rng", detail::save_rng(rng)},
+                {"samples", samples},
+                {"ranked_proposals", ranked_proposals}};
     }
 
     void restore(const nlohmann::json &s) override {
         if (!s.is_object() || !s.contains("rng") || !s.contains("samples"))
             throw RuntimeError("strategy state of 'model' misses the field 'rng' or 'samples'");
         detail::load_rng(rng, s["rng"].get<std::string>());
+        // States saved before the counter existed have none: count from 0.
+        ranked_proposals = s.value("ranked_proposals", int64_t(0));
         configs.clear();
         rows.clear();
         scores.clear();
@@ -122,6 +128,7 @@ private:
     std::vector<Config> configs;
     std::vector<std::vector<float>> rows;
     std::vector<float> scores;
+    int64_t ranked_proposals = 0; ///< proposals taken from the model's ranking of the pool
 };
 
 } // namespace

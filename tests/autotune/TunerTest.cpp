@@ -177,6 +177,9 @@ TEST(Tuner, ModelGuidedRunRanksLoweredCandidates) {
     nlohmann::json state = nlohmann::json::parse(run->state_json);
     EXPECT_EQ(state["strategy"]["samples"].size(), size_t(r.per_status["ok"]));
     EXPECT_EQ(run->trials_done, 12);
+    // The model guided the run: past the warm-up, proposals came from its ranking of the pool. A
+    // run that only sampled at random (the model never fitted, no candidate lowered) counts 0.
+    EXPECT_GT(state["strategy"].value("ranked_proposals", int64_t(0)), 0) << run->state_json;
 }
 
 TEST(Tuner, CrashHangAndWrongAnswerAreRecordedAndTheJobGoesOn) {
