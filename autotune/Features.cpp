@@ -64,9 +64,37 @@ public:
         }
     }
 
+    /// The message of the first assertion outside every loop that the known constants make
+    /// false, its values filled in: the run would fail there, whatever the data.
+    std::optional<std::string> failed_check;
+
 protected:
     using IRVisitor::visit;
 
+    void visit(const AssertStmt *op) override {
+        IRVisitor::visit(op);
+        if (depth > 0 || failed_check) return;
+        if (!is_const_false(simplify(substitute(env, op->condition)))) return;
+        // The message's printf conversions (%lld, %d, %g) take the arguments in order.
+        std::string msg;
+        size_t arg = 0;
+        for (size_t i = 0; i < op->message.size(); i++) {
+            size_t end = op->message.find_first_of("dg", i);
+            if (op->message[i] != '%' || end == std::string::npos || end > i + 3) {
+                msg += op->message[i];
+                continue;
+            }
+            Expr v = arg < op->args.size() ? simplify(substitute(env, op->args[arg++])) : Expr();
+            if (auto n = v.defined() ? as_const_int(v) : std::nullopt)
+                msg += std::to_string(*n);
+            else if (auto x = v.defined() ? as_const_float(v) : std::nullopt)
+                msg += std::to_string(*x);
+            else
+                msg += "?";
+            i = end;
+        }
+        failed_check = msg;
+    }
     void visit(const LetStmt *op) override {
         include(op->value);
         bind(op->name, op->value);
@@ -166,7 +194,8 @@ const std::vector<std::string> &feature_names() {
     return names;
 }
 
-std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::OperatorInstance &inst) {
+std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::OperatorInstance &inst,
+                                      std::optional<std::string> *failed_check) {
     Analysis a;
     // Bind the shapes of the arguments: inputs from their data, the output from its extents.
     for (size_t i = 0; i < inst.inputs.size() && i < inst.input_data.size(); i++) {
@@ -174,7 +203,7 @@ std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::Operator
         const BufferBase &b = inst.input_data[i];
         int stride = 1;
         for (int d = 0; d < b.dimensions(); d++) {
-            a.env[buffer_min_name(name, d)] = Expr(0);
+            a.env[buffer_min_name(name, d)] = Expr(int(b.dim(d).min));
             a.env[buffer_extent_name(name, d)] = Expr(int(b.dim(d).extent));
             a.env[buffer_stride_name(name, d)] = Expr(stride);
             stride *= int(b.dim(d).extent);
@@ -191,6 +220,7 @@ std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::Operator
         }
     }
     a.include(f.body);
+    if (failed_check) *failed_check = a.failed_check;
     const Analysis::Frame &top = a.frames.front();
     double bytes = top.load_bytes + top.store_bytes;
     std::vector<float> v;
@@ -215,18 +245,18 @@ std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::Operator
     return v;
 }
 
-std::optional<std::vector<float>> FeatureCache::operator()(const Config &c) {
+const FeatureCache::Entry &FeatureCache::entry(const Config &c) {
     std::string h = space.hash(c);
     auto it = cache.find(h);
     if (it != cache.end()) return it->second;
-    std::optional<std::vector<float>> f;
+    Entry e;
     try {
         apps::OperatorInstance inst = op.make(shape);
         space.apply(inst, c);
-        f = loop_nest_features(inst.pipeline().lower(), inst);
+        e.features = loop_nest_features(inst.pipeline().lower(), inst, &e.failed_check);
     } catch (const std::exception &) { // a config that does not lower: no features
     }
-    return cache[h] = f;
+    return cache[h] = std::move(e);
 }
 
 } // namespace kiln::autotune

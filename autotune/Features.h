@@ -21,8 +21,12 @@ const std::vector<std::string> &feature_names();
 /// The features of f, lowered from `inst` (whose input data and output extents give the
 /// buffer shapes): log2-scaled loop extents of the four innermost loop levels, vector width,
 /// bytes loaded and stored per iteration of each of those levels, float operations, arithmetic
-/// intensity, parallel and unrolled loop counts, allocation sizes.
-std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::OperatorInstance &inst);
+/// intensity, parallel and unrolled loop counts, allocation sizes. With `failed_check`, also
+/// the message (values filled in) of the first check outside every loop that these shapes make
+/// fail, e.g. "... the schedule needs [-3588, 7935] but the buffer covers [0, 4095]": a run
+/// would fail there whatever the data, so the tuner need not measure it to know.
+std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::OperatorInstance &inst,
+                                      std::optional<std::string> *failed_check = nullptr);
 
 /// The features of a space's configs (what ProposalContext::features gives a strategy), lowered
 /// from a fresh instance of the operator at the shape, remembered by config hash. A config that
@@ -32,13 +36,22 @@ class FeatureCache {
 public:
     FeatureCache(const apps::Operator &op, std::vector<int64_t> shape, const SearchSpace &space)
         : op(op), shape(std::move(shape)), space(space) {}
-    std::optional<std::vector<float>> operator()(const Config &c);
+    std::optional<std::vector<float>> operator()(const Config &c) { return entry(c).features; }
+    /// The check this config fails at the shape before any loop runs (loop_nest_features), if
+    /// any; empty for a config that does not lower.
+    std::optional<std::string> failed_check(const Config &c) { return entry(c).failed_check; }
 
 private:
+    struct Entry {
+        std::optional<std::vector<float>> features;
+        std::optional<std::string> failed_check;
+    };
+    const Entry &entry(const Config &c);
+
     const apps::Operator &op;
     std::vector<int64_t> shape;
     const SearchSpace &space;
-    std::map<std::string, std::optional<std::vector<float>>> cache;
+    std::map<std::string, Entry> cache;
 };
 
 } // namespace kiln::autotune

@@ -428,11 +428,19 @@ void Tuner::add_search_candidate(const Config &c) {
     cand.hash = space.hash(c);
     cand.config_json = space.to_json(c).dump();
     in_flight.insert(cand.hash);
+    // Rejected before any worker sees it: a schedule that does not apply, or one whose lowered
+    // code fails a check (an input read outside its buffer, say) at this shape whatever the data.
+    std::optional<std::string> failed;
     try {
         cand.trace_json = space.trace(op, shape, c).to_json_string(-1);
+        if (!target.has_gpu()) failed = features.failed_check(c);
+        if (failed) failed = "rejected before measuring: at this shape, " + *failed;
     } catch (const CompileError &e) {
-        // Rejected before any worker sees it.
-        record(cand, Status::compile_error, {}, 0, 0, 0, e.what());
+        failed = e.what();
+    }
+    if (failed) {
+        result.rejected++;
+        record(cand, Status::compile_error, {}, 0, 0, 0, *failed);
         return;
     }
     queue.push_back(std::move(cand));
@@ -764,6 +772,10 @@ void Tuner::print_summary(const std::optional<tuning_db::BestConfig> &b) {
         first = false;
     }
     out << ")\n";
+    if (result.rejected > 0)
+        out << result.rejected
+            << " of the search configs were rejected before measuring (compile_error: the schedule "
+               "does not apply, or a check of its code fails at this shape)\n";
     if (result.best_ms) {
         char buf[160];
         double rate = op.work(shape) / (*result.best_ms * 1e-3) * 1e-9;

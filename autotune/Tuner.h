@@ -125,6 +125,9 @@ struct TuneResult {
     int64_t trials = 0;   ///< search measurements recorded by this invocation
     int64_t recorded = 0; ///< every measurement recorded (baselines and re-measurements too)
     int64_t skipped = 0;  ///< proposals already in the database, not measured again
+    /// Search configs recorded as compile_error without a worker: their schedule does not apply,
+    /// or (CPU targets) a check of the lowered code fails at this shape before any loop runs.
+    int64_t rejected = 0;
     std::map<std::string, int64_t> per_status;
     std::optional<double> best_ms;
     std::string best_config_json, best_trace_json, best_cpp;

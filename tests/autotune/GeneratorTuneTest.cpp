@@ -73,10 +73,11 @@ std::string tune_generator(const std::string &name, const std::string &db,
            " --strategy random --jobs 1 --threads 2 --min-time-ms 5 --remeasure 0 --quiet " + extra;
 }
 
-std::map<std::string, int64_t> statuses(const std::string &db, const std::string &op) {
+std::map<std::string, int64_t> statuses(const std::string &db, const std::string &op,
+                                        const std::string &shape = "") {
     std::map<std::string, int64_t> r;
     auto d = tuning_db::Database::open_existing(db);
-    for (const auto &w : d.workloads_matching(op, "")) {
+    for (const auto &w : d.workloads_matching(op, shape)) {
         if (w.key.op != op) continue;
         for (const auto &t : d.targets())
             for (const auto &m : d.history(w.id, t.id, 0))
@@ -486,13 +487,37 @@ TEST(GeneratorTune, AScheduleThatLeavesPointsUnwrittenIsAWrongAnswer) {
     EXPECT_TRUE(named);
 }
 
+TEST(GeneratorTune, AConfigWhoseChecksFailAtTheShapeIsRejectedBeforeMeasuring) {
+    // 60 is not a multiple of 8: tail=round_up would compute (and read) x up to 63. Its lowered
+    // code fails a check before any loop, so no worker builds or runs it.
+    TempDir dir;
+    std::string db = dir / "k.db";
+    Ran r = kiln_cli(tune_generator("rounds_up", db, "--shape 60x4 --trials 2"));
+    ASSERT_EQ(r.status, 0) << r.output;
+    auto s = statuses(db, "rounds_up", "60x4");
+    EXPECT_EQ(s["ok"], 3) << r.output; // tail=guard, and the default and hand schedules
+    EXPECT_EQ(s["compile_error"], 1) << r.output;
+    std::vector<std::string> errors = errors_of(db, "rounds_up");
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_EQ(errors[0].rfind("rejected before measuring: at this shape, ", 0), 0u) << errors[0];
+    EXPECT_NE(errors[0].find("63"), std::string::npos) << errors[0];
+    EXPECT_NE(r.output.find("1 of the search configs were rejected before measuring"),
+              std::string::npos)
+        << r.output;
+    // At a width that is a multiple of 8 both configs run.
+    Ran whole = kiln_cli(tune_generator("rounds_up", db, "--shape 64x4 --trials 2"));
+    ASSERT_EQ(whole.status, 0) << whole.output;
+    EXPECT_EQ(statuses(db, "rounds_up", "64x4")["ok"], 4) << whole.output;
+}
+
 TEST(GeneratorTune, BadInputsSayWhatIsWrong) {
     TempDir dir;
     std::string db = dir / "k.db";
     Ran unknown = kiln_cli(tune_generator("nope", db, "--shape 8x8"));
     EXPECT_EQ(unknown.status, 1);
     EXPECT_NE(unknown.output.find("kiln: no generator called 'nope' in this program (it registers: "
-                                  "bounded, brighten, crashes, needs_offset, threshold, throws, "
+                                  "bounded, brighten, crashes, needs_offset, rounds_up, threshold, "
+                                  "throws, "
                                   "tiled_blur, two_outputs)"),
               std::string::npos)
         << unknown.output;

@@ -80,6 +80,19 @@ Pipeline needs_offset(GeneratorContext &) {
     return out;
 }
 
+/// A schedule that cannot run at some shapes: tail=round_up vectorizes by 8 and rounds the
+/// output's width up to a multiple of 8, which needs more of the buffers than a width that is not
+/// one provides. The tuner rejects that config before measuring.
+Pipeline rounds_up(GeneratorContext &ctx) {
+    ImageParam in(Float(32), 2, "in");
+    Func out("doubled");
+    Var x("x"), y("y");
+    out(x, y) = in(x, y) * 2.0f;
+    std::string tail = ctx.knob_choice("tail", {"guard", "round_up"});
+    out.vectorize(x, 8, tail == "round_up" ? TailStrategy::RoundUp : TailStrategy::GuardWithIf);
+    return out;
+}
+
 Pipeline throws(GeneratorContext &) {
     throw std::runtime_error("no coefficients for this shape");
 }
@@ -97,5 +110,6 @@ KILN_REGISTER_GENERATOR(bounded, bounded);
 KILN_REGISTER_GENERATOR(threshold, threshold);
 KILN_REGISTER_GENERATOR(two_outputs, two_outputs);
 KILN_REGISTER_GENERATOR(needs_offset, needs_offset);
+KILN_REGISTER_GENERATOR(rounds_up, rounds_up);
 KILN_REGISTER_GENERATOR(throws, throws);
 KILN_REGISTER_GENERATOR(crashes, crashes);
