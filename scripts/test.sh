@@ -45,7 +45,7 @@ python3 scripts/check-includes.py
 echo "== clang-format"
 # Every tracked C/C++ file, formatted by the project's .clang-format (no third-party code here).
 git ls-files -z '*.h' '*.hpp' '*.c' '*.cc' '*.cpp' | xargs -0 clang-format --dry-run --Werror
-echo "== clang-tidy (library folders, scripts/clang-tidy.sh)"
+echo "== clang-tidy (library folders, tools/ and driver/: scripts/clang-tidy.sh)"
 # Needs only the configured release build's compile_commands.json, not a build.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON >/dev/null
 bash scripts/clang-tidy.sh build

@@ -93,7 +93,8 @@ std::vector<int64_t> shape_of(const std::string &op_name, const std::string &tex
 
 } // namespace
 
-int main(int argc, char **argv) {
+/// The command line; main() only adds a last catch for what building it may throw.
+static int run_kiln(int argc, char **argv) {
     CLI::App app{"kiln: a scheduling language and autotuner for fast kernels"};
     app.require_subcommand(1);
     // A value the option cannot hold ("--trials abc") is one "kiln:" line like every other bad
@@ -312,4 +313,13 @@ int main(int argc, char **argv) {
         return 1;
     }
     return 0;
+}
+
+int main(int argc, char **argv) {
+    try {
+        return run_kiln(argc, argv);
+    } catch (const std::exception &e) { // outside the commands' own handler: the set-up
+        std::fprintf(stderr, "kiln: %s\n", e.what());
+        return 1;
+    }
 }
