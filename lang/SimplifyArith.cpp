@@ -6,6 +6,24 @@
 
 namespace kiln::simplify_internal {
 
+namespace {
+
+// A ramp from simplified parts. Each lane is base + i * stride, so a stride of zero makes every
+// lane the same: that is a broadcast, which the broadcast rules know how to fold (a ramp of stride
+// 0 would hide a vector zero from x * 0 and x + 0). For floats, i * +0.0 is +0.0 and
+// -0.0 + +0.0 is +0.0, so every lane is base + 0.0, not base; i * -0.0 is -0.0, which adds
+// nothing to any base.
+Expr make_ramp(const Expr &base, const Expr &stride, int lanes) {
+    if (!is_const_zero(stride)) return Ramp::make(base, stride, lanes);
+    if (!stride.type().is_float() || std::signbit(*as_const_float(stride))) {
+        return Broadcast::make(base, lanes);
+    }
+    Expr lane = fold_arith(IRNodeType::Add, base, stride).value_or(Add::make(base, stride));
+    return Broadcast::make(lane, lanes);
+}
+
+} // namespace
+
 // a + b or a - b on ramps and broadcasts: per lane, (base + i*s) + b = (base + b) + i*s.
 std::optional<Expr> Simplifier::ramp_add_rule(const Expr &a, const Expr &b, bool subtract) {
     auto combine = [&](const Expr &x, const Expr &y) {
@@ -14,13 +32,13 @@ std::optional<Expr> Simplifier::ramp_add_rule(const Expr &a, const Expr &b, bool
     const auto *ra = a.as<Ramp>(), *rb = b.as<Ramp>();
     const auto *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
     if (ra && rb) {
-        return Ramp::make(combine(ra->base, rb->base), combine(ra->stride, rb->stride), ra->lanes);
+        return make_ramp(combine(ra->base, rb->base), combine(ra->stride, rb->stride), ra->lanes);
     }
-    if (ra && bb) return Ramp::make(combine(ra->base, bb->value), ra->stride, ra->lanes);
+    if (ra && bb) return make_ramp(combine(ra->base, bb->value), ra->stride, ra->lanes);
     if (ba && rb) {
         Expr stride =
             subtract ? mutate(Sub::make(make_zero(rb->stride.type()), rb->stride)) : rb->stride;
-        return Ramp::make(combine(ba->value, rb->base), stride, rb->lanes);
+        return make_ramp(combine(ba->value, rb->base), stride, rb->lanes);
     }
     return std::nullopt;
 }
@@ -57,8 +75,8 @@ Expr Simplifier::visit(const Mul *op) {
     Type t = op->type;
     if (const auto *ramp = a.as<Ramp>(); ramp && b.as<Broadcast>()) {
         Expr s = b.as<Broadcast>()->value;
-        return Ramp::make(mutate(Mul::make(ramp->base, s)), mutate(Mul::make(ramp->stride, s)),
-                          ramp->lanes);
+        return make_ramp(mutate(Mul::make(ramp->base, s)), mutate(Mul::make(ramp->stride, s)),
+                         ramp->lanes);
     }
     if (t.is_float()) {
         if (is_const_one(b)) return a;
@@ -234,9 +252,10 @@ Expr Simplifier::visit(const Cast *op) {
 
 Expr Simplifier::visit(const Ramp *op) {
     Expr base = mutate(op->base), stride = mutate(op->stride);
-    if (is_const_zero(stride)) return Broadcast::make(base, op->lanes);
-    if (base.same_as(op->base) && stride.same_as(op->stride)) return Expr(op);
-    return Ramp::make(base, stride, op->lanes);
+    if (!is_const_zero(stride) && base.same_as(op->base) && stride.same_as(op->stride)) {
+        return Expr(op);
+    }
+    return make_ramp(base, stride, op->lanes);
 }
 
 Expr Simplifier::visit(const Call *op) {

@@ -403,6 +403,32 @@ TEST(Simplify, RampWithZeroStrideIsABroadcast) {
     EXPECT_TRUE(simplifies_to(Ramp::make(x, Expr(0), 4), Broadcast::make(x, 4)));
 }
 
+// A stride that only becomes zero once simplified, or once two ramps are combined, must also give
+// a broadcast, so that the broadcast rules can then fold the zero away.
+TEST(Simplify, ARampOfStrideZeroIsABroadcast) {
+    Expr ramp = Ramp::make(x, Expr(1), 4), v = Broadcast::make(y, 4);
+    EXPECT_TRUE(simplifies_to(Ramp::make(x, Sub::make(y, y), 4), Broadcast::make(x, 4)));
+    EXPECT_TRUE(simplifies_to(Sub::make(ramp, ramp), Broadcast::make(Expr(0), 4)));
+    EXPECT_TRUE(simplifies_to(Sub::make(ramp, Ramp::make(y, Expr(1), 4)),
+                              Broadcast::make(Sub::make(x, y), 4)));
+    EXPECT_TRUE(simplifies_to(Mul::make(Sub::make(ramp, ramp), v), Broadcast::make(Expr(0), 4)));
+    EXPECT_TRUE(simplifies_to(Add::make(v, Sub::make(ramp, ramp)), v));
+    EXPECT_TRUE(simplifies_to(Add::make(ramp, Sub::make(ramp, ramp)), ramp));
+    EXPECT_TRUE(simplifies_to(Mul::make(ramp, Broadcast::make(Sub::make(y, y), 4)),
+                              Broadcast::make(Expr(0), 4)));
+    EXPECT_TRUE(simplifies_to(Sub::make(Broadcast::make(x, 4), Ramp::make(y, Expr(0), 4)),
+                              Broadcast::make(Sub::make(x, y), 4)));
+}
+
+// For floats, every lane of ramp(f, +0.0) is f + 0.0, which is +0.0 where f is -0.0.
+TEST(Simplify, AFloatRampOfStrideZeroIsABroadcastOfTheLane) {
+    Type t = Float(32);
+    Expr f = var("f", t), zero = make_const(t, 0.0), minus_zero = make_const(t, -0.0);
+    EXPECT_TRUE(simplifies_to(Ramp::make(f, minus_zero, 4), Broadcast::make(f, 4)));
+    EXPECT_TRUE(simplifies_to(Ramp::make(f, zero, 4), Broadcast::make(Add::make(f, zero), 4)));
+    EXPECT_TRUE(simplifies_to(Ramp::make(minus_zero, zero, 4), Broadcast::make(zero, 4)));
+}
+
 // ---- can_prove -----------------------------------------------------------------------------
 
 TEST(Simplify, CanProveUsesBounds) {
