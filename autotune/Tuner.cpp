@@ -466,6 +466,7 @@ void Tuner::refill() {
 }
 
 void Tuner::start_builds() {
+    if (pool->timing()) return; // no compile starts while a candidate is timed
     for (Slot &s : pool->slots()) {
         if (s.state != Slot::State::idle || queue.empty()) continue;
         s.cand = std::move(queue.front());
@@ -512,6 +513,7 @@ void Tuner::handle_line(Slot &s, const std::string &line) {
             s.set_deadline("comparing with the reference", opt.compile_timeout_s);
         } else if (ev == "checked") {
             s.set_deadline("timing", 2 * (opt.min_time_ms + 10 * s.first_ms) / 1000.0 + 5);
+            pool->pause_builders(); // nothing compiles while the candidate is timed
         }
         return;
     }
@@ -579,6 +581,7 @@ void Tuner::drive(bool search) {
     for (;;) {
         if (stopping()) return;
         if (search) refill();
+        if (!pool->timing()) pool->resume_builders();
         start_builds();
         start_measure();
         bool measuring = pool->any(Slot::State::measuring);

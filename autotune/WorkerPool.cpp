@@ -1,6 +1,7 @@
 #include "autotune/WorkerPool.h"
 
 #include <poll.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,6 +25,7 @@ WorkerPool::WorkerPool(std::string path, std::vector<std::string> args, int jobs
 }
 
 void WorkerPool::replace(Slot &s) {
+    s.paused_since.reset(); // the old worker, stopped or not, is killed by its destructor
     s.worker = std::make_unique<WorkerProcess>(path, args);
     s.state = Slot::State::idle;
 }
@@ -51,6 +53,28 @@ void WorkerPool::mark_built(Slot &s) {
     s.built_order = built_counter++;
 }
 
+bool WorkerPool::timing() const {
+    return std::any_of(slots_.begin(), slots_.end(), [](const Slot &s) {
+        return s.state == Slot::State::measuring && s.phase == "timing";
+    });
+}
+
+void WorkerPool::pause_builders() {
+    for (Slot &s : slots_) {
+        if (s.state != Slot::State::building || s.paused_since) continue;
+        if (::kill(s.worker->pid(), SIGSTOP) == 0) s.paused_since = Slot::Clock::now();
+    }
+}
+
+void WorkerPool::resume_builders() {
+    for (Slot &s : slots_) {
+        if (!s.paused_since) continue;
+        ::kill(s.worker->pid(), SIGCONT);
+        s.deadline += Slot::Clock::now() - *s.paused_since;
+        s.paused_since.reset();
+    }
+}
+
 void WorkerPool::wait(const std::function<void(Slot &, const std::string &)> &on_line,
                       const std::function<void(Slot &)> &on_death,
                       const std::function<void(Slot &)> &on_timeout) {
@@ -60,7 +84,7 @@ void WorkerPool::wait(const std::function<void(Slot &, const std::string &)> &on
     auto now = Slot::Clock::now();
     double wait_ms = 250;
     for (const Slot &s : slots_) {
-        if (s.busy())
+        if (s.busy() && !s.paused_since)
             wait_ms = std::min(
                 wait_ms,
                 std::max(0.0, std::chrono::duration<double, std::milli>(s.deadline - now).count()));
@@ -78,11 +102,12 @@ void WorkerPool::wait(const std::function<void(Slot &, const std::string &)> &on
                 continue;
             }
         }
-        if (s.busy() && Slot::Clock::now() > s.deadline) on_timeout(s);
+        if (s.busy() && !s.paused_since && Slot::Clock::now() > s.deadline) on_timeout(s);
     }
 }
 
 void WorkerPool::stop() {
+    resume_builders(); // a stopped worker would not read its quit request
     for (Slot &s : slots_)
         s.worker.reset();
 }

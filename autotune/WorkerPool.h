@@ -40,6 +40,8 @@ struct Slot {
     int64_t built_order = 0;
     std::string phase;  ///< what the deadline guards, for timeout messages
     double limit_s = 0; ///< the length of that deadline
+    /// Stopped (SIGSTOP) while another candidate is timed, since then; its deadline does not run.
+    std::optional<Clock::time_point> paused_since;
 
     /// Building or measuring: a deadline is running.
     bool busy() const { return state == State::building || state == State::measuring; }
@@ -64,6 +66,13 @@ public:
     Slot *next_to_measure();
     /// Marks the slot built, numbering it in build order (next_to_measure takes the oldest).
     void mark_built(Slot &s);
+    /// Whether a slot is in the timing loop of a measurement (its phase is "timing").
+    bool timing() const;
+    /// Measurement hygiene: stops (SIGSTOP) every worker that is building, so that no compile
+    /// shares the cores with the candidate being timed; resume_builders continues them
+    /// (SIGCONT) and moves their deadlines by the time they stood still.
+    void pause_builders();
+    void resume_builders();
     /// Waits until a worker writes or dies, or the nearest deadline of a busy slot passes (at
     /// most 250 ms), then for each slot: on_line for every complete line it wrote, on_death when
     /// its worker is gone (after its last lines), on_timeout when it is still busy past its
