@@ -512,7 +512,8 @@ void Tuner::handle_line(Slot &s, const std::string &line) {
             s.first_ms = j.value("first_ms", 0.0);
             s.set_deadline("comparing with the reference", opt.compile_timeout_s);
         } else if (ev == "checked") {
-            s.set_deadline("timing", 2 * (opt.min_time_ms + 10 * s.first_ms) / 1000.0 + 5);
+            // The worker times for up to 4 x min_time_ms while its samples do not settle.
+            s.set_deadline("timing", 2 * (4 * opt.min_time_ms + 10 * s.first_ms) / 1000.0 + 5);
             pool->pause_builders(); // nothing compiles while the candidate is timed
         }
         return;

@@ -167,8 +167,15 @@ public:
         }
         std::vector<double> times;
         auto measuring = Clock::now();
-        while (int(times.size()) < max_repeats &&
-               (times.size() < 3 || ms_since(measuring) < min_time_ms)) {
+        // At least min_time_ms and 3 samples; then on, up to 4 x min_time_ms, while the samples
+        // disagree (a busy moment of the machine), so that the median is a settled one.
+        auto more = [&] {
+            if (int(times.size()) >= max_repeats) return false;
+            double spent = ms_since(measuring);
+            if (times.size() < 3 || spent < min_time_ms) return true;
+            return spent < 4 * min_time_ms && !timing_settled(times);
+        };
+        while (more()) {
             if (auto e = time_runs(batch, &sample)) return failure("runtime_error", *e);
             times.push_back(sample);
         }
@@ -180,6 +187,7 @@ public:
                 {"times_ms", times},
                 {"median_ms", median},
                 {"spread_ms", sorted.back() - sorted.front()},
+                {"settled", timing_settled(times)},
                 {"clock", device ? "device" : "host"}};
     }
 
@@ -206,6 +214,20 @@ private:
 };
 
 } // namespace
+
+bool timing_settled(const std::vector<double> &samples, double tolerance) {
+    if (samples.size() < 3) return false;
+    std::vector<double> s = samples;
+    std::sort(s.begin(), s.end());
+    auto at = [&](double q) { // linear interpolation between the closest ranks
+        double pos = q * double(s.size() - 1);
+        size_t lo = size_t(pos);
+        size_t hi = std::min(lo + 1, s.size() - 1);
+        return s[lo] + (pos - double(lo)) * (s[hi] - s[lo]);
+    };
+    double median = at(0.5);
+    return median > 0 && at(0.75) - at(0.25) <= tolerance * median;
+}
 
 int run_worker(std::FILE *in, std::FILE *out) {
     apps::register_builtin_operators();

@@ -17,8 +17,10 @@
 //       (GPU: copied back to the host) with the operator's reference (computed once per operator
 //       and shape, then cached) within Operator::tolerance, sends {"event": "checked"}; then runs
 //       `warmup` more batches and repeats until min_time_ms of measuring (wall clock, and at
-//       least 3 samples). Replies {"status": "ok", "times_ms": [...], "median_ms": ...,
-//       "spread_ms": max - min, "clock": "host" or "device"} or a failure status
+//       least 3 samples), and past it, up to 4 x min_time_ms, until the samples settle
+//       (timing_settled). Replies {"status": "ok", "times_ms": [...], "median_ms": ...,
+//       "spread_ms": max - min, "settled": true or false, "clock": "host" or "device"} or a
+//       failure status
 //       ("runtime_error", "wrong_answer") with "error". Candidates whose first run took under
 //       1 ms are run in batches, each sample being the batch time divided by its size.
 //       What a sample times: for a CPU target ("clock": "host"), the steady clock around the
@@ -34,8 +36,14 @@
 #pragma once
 
 #include <cstdio>
+#include <vector>
 
 namespace kiln::autotune {
+
+/// Whether timing samples settle a candidate's time: their interquartile range is at most
+/// `tolerance` times their median (one slow outlier, a preemption, does not unsettle them;
+/// samples that keep disagreeing do). Fewer than 3 samples never settle.
+bool timing_settled(const std::vector<double> &samples, double tolerance = 0.05);
 
 /// Serves requests from `in` until end of file or "quit"; returns the exit status.
 int run_worker(std::FILE *in, std::FILE *out);

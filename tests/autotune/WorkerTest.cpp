@@ -16,6 +16,7 @@
 #include "apps/Operator.h"
 #include "autotune/Runner.h"
 #include "autotune/Tuner.h"
+#include "autotune/Worker.h"
 #include "codegen/Target.h"
 #include "lang/Error.h"
 #include "schedule/LoweredFunc.h"
@@ -86,6 +87,29 @@ size_t kernel_count(const std::string &op_name, const std::vector<int64_t> &shap
     apps::OperatorInstance inst = op.make(shape);
     op.hand_schedule(inst, tune_target(target));
     return inst.pipeline().lower().kernels.size();
+}
+
+TEST(Worker, TimingSettlesWhenTheSamplesAgree) {
+    EXPECT_FALSE(timing_settled({}));
+    EXPECT_FALSE(timing_settled({1.0, 1.0})); // fewer than 3
+    EXPECT_TRUE(timing_settled({1.0, 1.0, 1.0}));
+    EXPECT_TRUE(timing_settled({1.00, 1.01, 0.99, 1.02, 1.00}));
+    // One preempted sample among agreeing ones does not unsettle them (interquartile range).
+    EXPECT_TRUE(timing_settled({1.0, 1.0, 1.01, 1.0, 0.99, 1.0, 1.0, 9.0}));
+    // Samples that keep disagreeing (a busy machine) do.
+    EXPECT_FALSE(timing_settled({1.0, 2.0, 1.0, 2.0, 1.0, 2.0}));
+    EXPECT_FALSE(timing_settled({1.0, 1.1, 1.2, 1.3, 1.4}));
+    EXPECT_TRUE(timing_settled({1.0, 1.1, 1.2, 1.3, 1.4}, 0.25));
+}
+
+TEST(Worker, ACPUMeasurementSaysWhetherItsSamplesSettled) {
+    apps::register_builtin_operators();
+    Measured m = build_and_measure("blur", {66, 42}, "host");
+    ASSERT_EQ(m.built.value("status", ""), "built") << m.built.dump();
+    ASSERT_EQ(m.result.value("status", ""), "ok") << m.result.dump();
+    ASSERT_TRUE(m.result.contains("settled")) << m.result.dump();
+    std::vector<double> times = m.result.at("times_ms").get<std::vector<double>>();
+    EXPECT_EQ(m.result["settled"].get<bool>(), timing_settled(times)) << m.result.dump();
 }
 
 TEST(Worker, OpenCLSamplesAreDeviceTimesFromProfilingMarkers) {
