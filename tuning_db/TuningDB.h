@@ -324,7 +324,7 @@ public:
     /// SQLite's PRAGMA integrity_check: "ok" for a healthy file.
     std::string integrity_check() const;
 
-    struct Impl; ///< the connection and its prepared statements (TuningDB.cpp)
+    struct Impl; ///< the connection and its prepared statements (tuning_db/DatabaseImpl.h)
 
 private:
     explicit Database(std::unique_ptr<Impl> impl);
