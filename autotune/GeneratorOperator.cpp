@@ -93,6 +93,9 @@ struct ImageParamOf : ImageParam {
 };
 
 apps::OperatorInstance make_instance(const GeneratorSpec &spec, const std::vector<int64_t> &shape) {
+    // The algorithm only: its schedule is removed below, and hand_schedule and the knob space
+    // rebuild the generator for the tuned target. (Operator::make takes no target; a generator
+    // whose algorithm itself depends on the target sees the host here.)
     GeneratorContext ctx(Target::host(), spec.params);
     Pipeline p = build(spec, ctx);
     Func out = output_of(spec, p);
@@ -234,7 +237,8 @@ const apps::Operator &generator_operator(const GeneratorSpec &spec) {
         user_error("no generator called '", spec.generator, "' in this program (",
                    names.empty() ? "it registers none" : "it registers: " + joined(names), ")");
     }
-    // One run to learn the output's dimensions, the tolerance and the knobs.
+    // One run to learn the output's dimensions, the tolerance and the knobs (which do not depend
+    // on the target: the knob space is built again for the tuned one).
     GeneratorContext ctx(Target::host(), spec.params);
     Pipeline p = build(spec, ctx);
     Func out = output_of(spec, p);

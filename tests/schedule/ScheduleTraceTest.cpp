@@ -383,19 +383,27 @@ TEST(ScheduleTrace, ReplayOnAFreshPipelineGivesIdenticalLoweredIR) {
     EXPECT_EQ(lower_to_text(fresh.outputs(), "blur"), want);
 }
 
-TEST(ScheduleTrace, ReplayWithRfactorGivesIdenticalLoweredIR) {
+/// Schedules a Total with `schedule`, replays its trace (through JSON) on a fresh one and checks
+/// that both lower to the same text, in which the update of the rfactor intermediate (the
+/// target of directive `intermediate`) runs its u loop in parallel.
+void expect_rfactor_replay(const std::function<void(Total &)> &schedule, size_t intermediate) {
     Total original = make_total();
-    schedule_total(original);
+    schedule(original);
     ScheduleTrace trace =
         ScheduleTrace::parse(ScheduleTrace::capture(original.outputs()).to_json_string());
-
     Total fresh = make_total();
     trace.apply(fresh.outputs());
     EXPECT_TRUE(ScheduleTrace::capture(fresh.outputs()) == trace);
     std::string want = lower_to_text(original.outputs(), "total");
-    EXPECT_NE(want.find("parallel (" + trace.directives[0].target + ".s1.u"), std::string::npos)
+    ASSERT_LT(intermediate, trace.directives.size());
+    EXPECT_NE(want.find("parallel (" + trace.directives[intermediate].target + ".s1.u"),
+              std::string::npos)
         << want;
     EXPECT_EQ(lower_to_text(fresh.outputs(), "total"), want);
+}
+
+TEST(ScheduleTrace, ReplayWithRfactorGivesIdenticalLoweredIR) {
+    expect_rfactor_replay(schedule_total, 0);
 }
 
 // rfactor of the outer part of a split RVar (the split folded into the RDom) replays too: the
@@ -408,17 +416,7 @@ TEST(ScheduleTrace, ReplayOfARfactorOfASplitRVarGivesIdenticalLoweredIR) {
         intm.compute_root();
         intm.update(0).parallel(u);
     };
-    Total original = make_total();
-    schedule(original);
-    ScheduleTrace trace =
-        ScheduleTrace::parse(ScheduleTrace::capture(original.outputs()).to_json_string());
-    Total fresh = make_total();
-    trace.apply(fresh.outputs());
-    EXPECT_TRUE(ScheduleTrace::capture(fresh.outputs()) == trace);
-    std::string want = lower_to_text(original.outputs(), "total");
-    EXPECT_NE(want.find("parallel (" + trace.directives[1].target + ".s1.u"), std::string::npos)
-        << want;
-    EXPECT_EQ(lower_to_text(fresh.outputs(), "total"), want);
+    expect_rfactor_replay(schedule, 1);
 }
 
 TEST(ScheduleTrace, SchedulingAndRfactorDoNotChangeTheAlgorithmHash) {
