@@ -92,7 +92,10 @@ foreach(t IN LISTS _kiln_targets)
     if(rel AND NOT rel STREQUAL "tools" AND NOT type STREQUAL "EXECUTABLE")
         install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/${rel}
                 COMPONENT kiln FILES_MATCHING PATTERN "*.h" PATTERN "*.def"
-                PATTERN "CMakeFiles" EXCLUDE)
+                PATTERN "CMakeFiles" EXCLUDE
+                # A module's private internals (tuning_db/DatabaseImpl.h, codegen/LLVMModuleImpl.h):
+                # no installed header includes them.
+                PATTERN "*Impl.h" EXCLUDE)
     endif()
 endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/kiln.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln)
