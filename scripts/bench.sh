@@ -71,18 +71,44 @@ else
 fi
 
 # Some machines set these to force OpenBLAS onto its (half-speed here) AVX2 Haswell kernels; the
-# benchmark lets OpenBLAS pick the kernel for this CPU, and reports which one it runs.
+# benchmark lets OpenBLAS pick the kernel for this CPU (unless it falls back: below), and reports
+# which one it runs.
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 
 bin=build-bench/bench
 md=build-bench/bench.md
 openblas_kernel="$("$bin/bench_openblas" --info | sed -n 's/^corename: //p')"
+openblas_how="OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, chosen by OpenBLAS"
+# An OpenBLAS that does not know this CPU model falls back to a generic kernel (Prescott: SSE3,
+# a fraction of the machine's speed), which would make its column a strawman. Then the benchmark
+# forces the best kernel the library has for the CPU's instruction set, read from /proc/cpuinfo's
+# flags (best first), keeps the first one OpenBLAS accepts, and says so in the table's header.
+case "$(printf '%s' "$openblas_kernel" | tr '[:upper:]' '[:lower:]')" in
+    haswell | skylakex | cooperlake | sapphirerapids | zen | "") ;;
+    *)
+        flags=" $(grep -m1 '^flags' /proc/cpuinfo | sed 's/.*: //') "
+        candidates=""
+        case "$flags" in *" avx512_bf16 "*) candidates="$candidates COOPERLAKE" ;; esac
+        case "$flags" in *" avx512f "*" avx512vl "* | *" avx512vl "*" avx512f "*) candidates="$candidates SKYLAKEX" ;; esac
+        case "$flags" in *" avx2 "*) candidates="$candidates HASWELL" ;; esac
+        fallback="$openblas_kernel"
+        for c in $candidates; do
+            got="$(OPENBLAS_CORETYPE=$c "$bin/bench_openblas" --info | sed -n 's/^corename: //p')"
+            if [ "$(printf '%s' "$got" | tr '[:upper:]' '[:lower:]')" = "$(printf '%s' "$c" | tr '[:upper:]' '[:lower:]')" ]; then
+                export OPENBLAS_CORETYPE=$c
+                openblas_kernel="$got"
+                openblas_how="forced with OPENBLAS_CORETYPE=$c: unset, OpenBLAS did not recognise this CPU and ran its generic $fallback kernel; $c is the best kernel it has for this CPU's instruction set"
+                break
+            fi
+        done
+        ;;
+esac
 {
     echo "# kiln benchmarks"
     echo
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
     echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores visible; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "- OpenBLAS: $("$bin/bench_openblas" --info | sed -n 's/^config: //p'); kernel in use: **${openblas_kernel}** (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset)"
+    echo "- OpenBLAS: $("$bin/bench_openblas" --info | sed -n 's/^config: //p'); kernel in use: **${openblas_kernel}** (${openblas_how})"
     echo "- oneDNN: $("$bin/bench_onednn" --info)"
     echo "- Halide: $("$bin/bench_halide" --info)"
     echo "- loops: $("$bin/bench_loops" --info)"
@@ -90,7 +116,7 @@ openblas_kernel="$("$bin/bench_openblas" --info | sed -n 's/^corename: //p')"
     echo
 } >"$md"
 cat "$md"
-echo "OpenBLAS kernel: $openblas_kernel"
+echo "OpenBLAS kernel: $openblas_kernel ($openblas_how)"
 echo
 
 status=0
