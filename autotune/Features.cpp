@@ -194,6 +194,17 @@ const std::vector<std::string> &feature_names() {
     return names;
 }
 
+// Changes whenever a feature's meaning changes without its name changing, so that a database's
+// features of the old meaning are not mixed with new ones.
+constexpr int kFeatureRevision = 1;
+
+std::string feature_version() {
+    std::string text = "revision " + std::to_string(kFeatureRevision);
+    for (const std::string &n : feature_names())
+        text += "," + n;
+    return hex_digest(text);
+}
+
 std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::OperatorInstance &inst,
                                       std::optional<std::string> *failed_check) {
     Analysis a;

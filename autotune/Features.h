@@ -17,6 +17,10 @@ namespace kiln::autotune {
 
 /// The names of the features, in the order loop_nest_features returns them.
 const std::vector<std::string> &feature_names();
+/// The version of the feature set, under which the tuning database stores features
+/// (Database::record_features): a hash of the names and of kFeatureRevision, which changes
+/// whenever a feature's meaning does. Rows of another version are not used for training.
+std::string feature_version();
 
 /// The features of f, lowered from `inst` (whose input data and output extents give the
 /// buffer shapes): log2-scaled loop extents of the four innermost loop levels, vector width,

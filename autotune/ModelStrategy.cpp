@@ -1,12 +1,19 @@
-// The model-guided strategy (see autotune/Strategy.h): until it has seen `warmup` successful
-// measurements it samples at random; then, for every batch, it refits the cost model to all ok
-// measurements, builds a pool of candidates (random samples and mutations of the best configs),
-// ranks them by predicted score and proposes the best, keeping one random proposal per batch so
-// the model keeps learning about unexplored regions. Its state counts the proposals that came
-// from the ranked pool, so a run shows whether the model guided it or it only sampled at random.
+// The model-guided strategy (see autotune/Strategy.h): until it has `warmup` training rows it
+// samples at random; then, for every batch, it refits the cost model when it has new rows, runs
+// one generation of evolution guided by the model (a population kept across batches, children by
+// crossover and mutation, the best predicted survive: evolve()) and proposes the population's
+// best predicted configs not measured yet, plus one random config per batch (epsilon-greedy) so
+// the model keeps learning about regions it ranks low. Its training rows are its own ok
+// measurements and, when the tuner gives them (ProposalContext::prior), the database's rows of
+// other workloads on the target, so a new workload is ranked from its first batch. Its own rows
+// are scored like those (log of its best time over the config's), so the two share one scale.
+// Its state keeps the population and counts the proposals taken from the model's ranking, so a
+// run shows whether the model guided it or it only sampled at random.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <set>
 
 #include "autotune/CostModel.h"
 #include "autotune/Strategy.h"
@@ -32,52 +39,41 @@ public:
                 hashes.push_back(ctx.space.hash(*c));
             }
         };
-        if (int(rows.size()) < warmup || !ctx.features) {
+        const size_t prior_rows = ctx.prior ? ctx.prior->rows.size() : 0;
+        if (rows.size() + prior_rows < size_t(warmup) || !ctx.features) {
             fill_random(n);
             return batch;
         }
-        model.fit(rows, scores);
-
-        // The pool: random samples and mutations of the best configs measured so far.
-        std::vector<size_t> order(rows.size());
-        std::iota(order.begin(), order.end(), 0);
-        std::sort(order.begin(), order.end(),
-                  [&](size_t a, size_t b) { return scores[a] > scores[b]; });
-        const int pool_size = std::max(32, 6 * n);
-        std::vector<Config> pool;
-        std::vector<std::string> pool_hashes;
-        std::vector<std::vector<float>> pool_rows;
-        for (int attempt = 0; int(pool.size()) < pool_size && attempt < 20 * pool_size; attempt++) {
-            Config c;
-            if (attempt % 2 == 0) {
-                size_t parent = order[std::min<size_t>(order.size() - 1, size_t(attempt / 2) % 5)];
-                c = detail::mutate(ctx.space, configs[parent], rng);
-            } else {
-                c = ctx.space.random(rng);
+        if (!model.trained() || fitted_rows != rows.size() || fitted_prior != prior_rows) {
+            std::vector<std::vector<float>> train;
+            std::vector<float> train_scores;
+            if (ctx.prior) {
+                train = ctx.prior->rows;
+                train_scores = ctx.prior->scores;
             }
-            if (!ctx.space.valid(c)) continue;
-            std::string h = ctx.space.hash(c);
-            if (ctx.known(h) ||
-                std::find(pool_hashes.begin(), pool_hashes.end(), h) != pool_hashes.end())
-                continue;
-            std::optional<std::vector<float>> f = ctx.features(c);
-            if (!f) continue; // does not lower: not worth a measurement
-            pool.push_back(c);
-            pool_hashes.push_back(h);
-            pool_rows.push_back(*f);
+            const float best = scores.empty() ? 0 : *std::max_element(scores.begin(), scores.end());
+            for (size_t i = 0; i < rows.size(); i++) {
+                train.push_back(rows[i]);
+                train_scores.push_back(scores[i] - best);
+            }
+            model.fit(train, train_scores);
+            fitted_rows = rows.size();
+            fitted_prior = prior_rows;
         }
-        if (!pool.empty()) {
-            std::vector<float> predicted = model.predict(pool_rows);
-            std::vector<size_t> rank(pool.size());
-            std::iota(rank.begin(), rank.end(), 0);
-            std::sort(rank.begin(), rank.end(),
-                      [&](size_t a, size_t b) { return predicted[a] > predicted[b]; });
-            const int greedy = n > 1 ? n - 1 : 1;
-            for (size_t r = 0; r < rank.size() && int(batch.size()) < greedy; r++) {
-                batch.push_back(pool[rank[r]]);
-                hashes.push_back(pool_hashes[rank[r]]);
-                ranked_proposals++;
-            }
+
+        evolve(ctx, std::max(32, 6 * n));
+
+        // Epsilon-greedy: all but one proposal are the population's best predicted configs not
+        // measured yet; the last is a random config, so the model keeps learning about regions
+        // it ranks low.
+        const int greedy = n > 1 ? n - 1 : 1;
+        for (const Config &c : population) {
+            if (int(batch.size()) >= greedy) break;
+            std::string h = ctx.space.hash(c);
+            if (ctx.known(h)) continue;
+            batch.push_back(c);
+            hashes.push_back(h);
+            ranked_proposals++;
         }
         fill_random(n);
         return batch;
@@ -100,8 +96,12 @@ public:
         for (size_t i = 0; i < rows.size(); i++)
             samples.push_back(
                 {{"config", configs[i].index}, {"features", rows[i]}, {"score", scores[i]}});
+        nlohmann::json pop = nlohmann::json::array();
+        for (const Config &c : population)
+            pop.push_back(c.index);
         return {{"rng", detail::save_rng(rng)},
                 {"samples", samples},
+                {"population", pop},
                 {"ranked_proposals", ranked_proposals}};
     }
 
@@ -114,6 +114,10 @@ public:
         configs.clear();
         rows.clear();
         scores.clear();
+        population.clear();
+        // States saved before the population existed have none: it grows again.
+        for (const auto &x : s.value("population", nlohmann::json::array()))
+            population.push_back(Config{x.get<std::vector<int>>()});
         for (const auto &x : s["samples"]) {
             configs.push_back(Config{x.at("config").get<std::vector<int>>()});
             rows.push_back(x.at("features").get<std::vector<float>>());
@@ -122,13 +126,108 @@ public:
     }
 
 private:
+    /// One generation of model-guided evolution (as MetaSchedule's evolutionary search): the
+    /// parents are the population kept from the previous batch, the best measured configs and,
+    /// while there are few, random ones; `children` new configs come from uniform crossover of
+    /// two parents (then a mutation, always when the child equals a parent) or a mutation of
+    /// one, each parent picked by a tournament of 3 on predicted score. Children that break a
+    /// constraint, repeat a config or do not lower are dropped. The next population is the best
+    /// predicted `population_size` of parents and children, measured ones included (good parents
+    /// are not proposed again: propose skips what is known).
+    void evolve(ProposalContext &ctx, int children) {
+        std::vector<Config> parents = population;
+        std::set<std::string> seen;
+        for (const Config &c : parents)
+            seen.insert(ctx.space.hash(c));
+        std::vector<size_t> order(rows.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::sort(order.begin(), order.end(),
+                  [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+        for (size_t i = 0; i < order.size() && i < 8; i++) {
+            if (seen.insert(ctx.space.hash(configs[order[i]])).second)
+                parents.push_back(configs[order[i]]);
+        }
+        for (int attempt = 0; parents.size() < 8 && attempt < 200; attempt++) {
+            Config c = ctx.space.random(rng);
+            if (ctx.space.valid(c) && ctx.features(c) && seen.insert(ctx.space.hash(c)).second)
+                parents.push_back(c);
+        }
+        if (parents.empty()) return;
+        std::vector<float> parent_scores = predict(ctx, parents);
+        sort_by(parents, parent_scores);
+        auto tournament = [&]() -> const Config & {
+            size_t best = parents.size();
+            for (int t = 0; t < 3; t++)
+                best = std::min(best,
+                                std::uniform_int_distribution<size_t>(0, parents.size() - 1)(rng));
+            return parents[best]; // parents are sorted best predicted first
+        };
+
+        std::vector<Config> next = parents;
+        for (int attempt = 0, made = 0; made < children && attempt < 20 * children; attempt++) {
+            const Config &a = tournament();
+            Config child = a;
+            if (parents.size() >= 2 && std::uniform_int_distribution<int>(0, 1)(rng)) {
+                const Config &b = tournament();
+                for (size_t k = 0; k < child.index.size(); k++) {
+                    if (std::uniform_int_distribution<int>(0, 1)(rng)) child.index[k] = b.index[k];
+                }
+                if (child == a || child == b ||
+                    std::uniform_real_distribution<double>(0, 1)(rng) < 0.3)
+                    child = detail::mutate(ctx.space, child, rng);
+            } else {
+                child = detail::mutate(ctx.space, child, rng);
+            }
+            if (!ctx.space.valid(child) || !seen.insert(ctx.space.hash(child)).second) continue;
+            if (!ctx.features(child)) continue; // does not lower: not worth a measurement
+            next.push_back(child);
+            made++;
+        }
+        std::vector<float> next_scores = predict(ctx, next);
+        sort_by(next, next_scores);
+        if (next.size() > population_size) next.resize(population_size);
+        population = std::move(next);
+    }
+
+    /// The model's predicted scores of configs that lower (those that do not score -infinity).
+    std::vector<float> predict(ProposalContext &ctx, const std::vector<Config> &cs) const {
+        std::vector<std::vector<float>> features;
+        std::vector<size_t> where;
+        for (size_t i = 0; i < cs.size(); i++) {
+            if (std::optional<std::vector<float>> f = ctx.features(cs[i])) {
+                features.push_back(*f);
+                where.push_back(i);
+            }
+        }
+        std::vector<float> out(cs.size(), -std::numeric_limits<float>::infinity());
+        std::vector<float> p = model.predict(features);
+        for (size_t i = 0; i < where.size(); i++)
+            out[where[i]] = p[i];
+        return out;
+    }
+
+    /// Sorts configs by score, best first (stable: ties keep their order).
+    static void sort_by(std::vector<Config> &cs, const std::vector<float> &score) {
+        std::vector<size_t> order(cs.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](size_t a, size_t b) { return score[a] > score[b]; });
+        std::vector<Config> sorted;
+        for (size_t i : order)
+            sorted.push_back(cs[i]);
+        cs = std::move(sorted);
+    }
+
     static constexpr int warmup = 8;
+    static constexpr size_t population_size = 32;
+    std::vector<Config> population; ///< kept across batches, best predicted first
     std::mt19937_64 rng;
     CostModel model;
     std::vector<Config> configs;
     std::vector<std::vector<float>> rows;
     std::vector<float> scores;
     int64_t ranked_proposals = 0; ///< proposals taken from the model's ranking of the pool
+    size_t fitted_rows = 0, fitted_prior = 0; ///< the rows the model was last fitted to
 };
 
 } // namespace

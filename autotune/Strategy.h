@@ -6,8 +6,9 @@
 //   grid        the space in mixed-radix order, skipping configs that break a constraint
 //   evolution   tournament selection from the best configs, uniform crossover, mutation
 //   annealing   a walk to neighbouring configs, accepting slower ones with a falling probability
-//   model       an XGBoost cost model on loop-nest features ranks a pool of candidates
-//               (autotune/CostModel.h); the best predicted ones are measured
+//   model       evolution guided by an XGBoost cost model on loop-nest features
+//               (autotune/CostModel.h): a population evolves by the model's predictions, and
+//               the best predicted unmeasured configs are measured (one random per batch)
 //   bandit      UCB1 over the strategies above: each proposal goes to the strategy that most
 //               often found a new best, and every strategy learns from every outcome
 #pragma once
@@ -21,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autotune/CostModel.h"
 #include "autotune/SearchSpace.h"
 #include "tuning_db/TuningDB.h"
 
@@ -44,6 +46,10 @@ struct ProposalContext {
     /// When set, the only configs that may be proposed (simulation replays a database): random
     /// sampling and grid order draw from it instead of the whole space.
     const std::vector<Config> *universe = nullptr;
+    /// When set, what the database knows of other workloads on this target (their configs'
+    /// features and scores, across runs): the model strategy trains on these with its own rows,
+    /// so it ranks from its first proposal.
+    const TrainingRows *prior = nullptr;
 };
 
 class Strategy {

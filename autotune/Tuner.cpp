@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "autotune/CostModel.h"
 #include "autotune/Features.h"
 #include "autotune/Runner.h"
 #include "autotune/Strategy.h"
@@ -381,6 +382,7 @@ private:
     bool exhausted = false;
     int empty_proposals = 0;
     std::optional<double> best_ms;
+    TrainingRows prior; ///< other workloads' features on this target (the model strategy's)
     TuneResult result;
 };
 
@@ -411,6 +413,11 @@ void Tuner::record(const Candidate &c, Status status, const std::vector<double> 
     if (c.kind == Candidate::Kind::search) {
         result.trials++;
         if (c.config) strategy->observe(ctx, *c.config, Outcome{status, median});
+        // The cost model's training data across runs: the features of each ok config.
+        if (ok && c.config) {
+            if (std::optional<std::vector<float>> f = features(*c.config))
+                db.record_features(workload_id, target_id, config_id, feature_version(), *f);
+        }
     }
     db.update_run_state(run_id, run_state().dump(), trials_before + result.trials,
                         elapsed_before + seconds_since(start));
@@ -776,6 +783,22 @@ void Tuner::print_summary(const std::optional<tuning_db::BestConfig> &b) {
         first = false;
     }
     out << ")\n";
+    if (result.prior_rows > 0)
+        out << "the model started from " << result.prior_rows << " measured configs of "
+            << result.prior_workloads << " other workloads on this target\n";
+    if (result.cost_model) {
+        const tuning_db::CostModelRecord &m = *result.cost_model;
+        out << "cost model: trained on " << m.rows << " configs of " << m.workloads
+            << " workloads, saved to " << m.file;
+        const nlohmann::json &held = m.evaluation["held_out"];
+        if (!held.empty()) {
+            char buf[96];
+            std::snprintf(buf, sizeof buf, "; ranks held-out workloads with Kendall's tau %.2f",
+                          m.evaluation["mean_kendall_tau"].get<double>());
+            out << buf << " (" << held.size() << " workloads)";
+        }
+        out << "\n";
+    }
     if (result.rejected > 0)
         out << result.rejected
             << " of the search configs were rejected before measuring (compile_error: the schedule "
@@ -833,6 +856,12 @@ TuneResult Tuner::run() {
     result.run_id = run_id;
     if (opt.budget_across_runs) count_earlier_runs();
     if (auto b = db.best(workload_id, target_id)) best_ms = b->median_ms;
+    if (opt.strategy == "model" || opt.strategy == "bandit") { // bandit has a model arm
+        prior = training_rows(db.feature_rows(target_id, feature_version()), workload_id);
+        if (!prior.empty()) ctx.prior = &prior;
+        result.prior_rows = int64_t(prior.rows.size());
+        result.prior_workloads = prior.workloads;
+    }
     load_attempts();
 
     pool.emplace(worker_path, opt.worker_args, opt.jobs);
@@ -845,6 +874,14 @@ TuneResult Tuner::run() {
     result.elapsed_s = seconds_since(start);
     result.interrupted = stopping();
     if (!result.interrupted) db.finish_run(run_id);
+    if (result.trials > 0) {
+        // Saving the model is a by-product: its failure loses nothing measured, so it warns.
+        try {
+            result.cost_model = update_saved_model(db, target_id);
+        } catch (const std::exception &e) {
+            err << "warning: the cost model was not saved: " << e.what() << "\n";
+        }
+    }
 
     std::optional<tuning_db::BestConfig> b = db.best(workload_id, target_id);
     if (b) {

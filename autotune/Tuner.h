@@ -133,6 +133,13 @@ struct TuneResult {
     std::string best_config_json, best_trace_json, best_cpp;
     std::optional<double> default_ms, hand_ms;
     double elapsed_s = 0;
+    /// What the database knew of other workloads on the target when the run started (the model
+    /// strategy's prior training rows, loaded by `model` and by `bandit`, which has a model arm).
+    int64_t prior_rows = 0, prior_workloads = 0;
+    /// The cost model saved beside the database at the end of the run (autotune/CostModel.h:
+    /// update_saved_model); empty when the run measured nothing new or the database holds fewer
+    /// than 2 feature rows for the target.
+    std::optional<tuning_db::CostModelRecord> cost_model;
 };
 
 /// Refuses nonsensical options before anything is opened or started: trials >= 0, time_s >= 0,

@@ -384,6 +384,50 @@ std::string svg_plot(const std::vector<Series> &series, const std::string &title
     return s.str();
 }
 
+/// The cost models saved beside the database (the latest per target) and how well each ranked
+/// workloads held out of its training, as HTML; one line per model also goes to `out`.
+std::string cost_model_section(const Database &db, std::ostream &out) {
+    std::vector<CostModelRecord> models = db.cost_models();
+    std::ostringstream h;
+    h << "<h2>Cost models</h2>\n";
+    if (models.empty()) {
+        h << "<p>none saved yet: <code>kiln tune</code> saves one beside the database after a run "
+             "that measured something</p>\n";
+        return h.str();
+    }
+    for (const CostModelRecord &m : models) {
+        const nlohmann::json &held =
+            m.evaluation.contains("held_out") ? m.evaluation["held_out"] : nlohmann::json::array();
+        double tau = m.evaluation.value("mean_kendall_tau", 0.0);
+        char line[160];
+        std::snprintf(line, sizeof line, "held-out Kendall's tau %.2f over %zu workloads", tau,
+                      held.size());
+        std::string quality = held.empty() ? "no held-out workload yet (it needs 2 workloads with "
+                                             "5 measured configs each)"
+                                           : line;
+        out << "cost model for target " << m.target_id << ": trained on " << m.rows
+            << " configs of " << m.workloads << " workloads; " << quality << " (" << m.file
+            << ")\n";
+        h << "<p>target " << html_escape(db.target(m.target_id).key.to_string()) << ": trained "
+          << fmt_time(m.trained_us) << " on " << m.rows << " configs of " << m.workloads
+          << " workloads, saved as <code>" << html_escape(m.file) << "</code>; "
+          << html_escape(quality) << "</p>\n";
+        if (held.empty()) continue;
+        h << "<table><tr><th>held-out workload</th><th>configs</th><th>Kendall's tau</th>"
+             "<th>k fastest among the k best predicted</th></tr>\n";
+        for (const nlohmann::json &w : held) {
+            WorkloadRecord r = db.workload(w.value("workload_id", int64_t(0)));
+            char tau_text[32];
+            std::snprintf(tau_text, sizeof tau_text, "%.2f", w.value("kendall_tau", 0.0));
+            h << "<tr><td>" << html_escape(r.key.op + " " + r.key.shape) << "</td><td>"
+              << w.value("rows", 0) << "</td><td>" << tau_text << "</td><td>"
+              << w.value("top_k_hits", 0) << " of " << w.value("top_k", 0) << "</td></tr>\n";
+        }
+        h << "</table>\n";
+    }
+    return h.str();
+}
+
 void cmd_report(const Options &o, std::ostream &out) {
     Database db = Database::open_existing(o.db);
     Options named = o;
@@ -457,6 +501,7 @@ void cmd_report(const Options &o, std::ostream &out) {
         }
     }
     if (workloads.empty()) h << "<p>no workloads yet; run <code>kiln tune OP</code></p>\n";
+    h << cost_model_section(db, out);
     h << "</body></html>\n";
 
     std::ofstream f(o.output);

@@ -5,7 +5,8 @@
 //   kiln db show   [--db FILE] OP [--shape S]           runs, statistics and history
 //   kiln db export [--db FILE] OUT.json [--op OP]
 //   kiln db import [--db FILE] IN.json                  idempotent
-//   kiln db report [--db FILE] [-o report.html]         HTML page with SVG progress plots
+//   kiln db report [--db FILE] [-o report.html]         HTML page with SVG progress plots and
+//                                                       the saved cost models' ranking quality
 //
 // --db defaults to tuning_db/kiln.db relative to the working directory. Library target:
 // kiln_db_commands (defined in tuning_db/CMakeLists.txt); link it into the kiln executable.

@@ -30,6 +30,8 @@ constexpr int kBusyTimeoutMs = 30000;
 constexpr int kMaxAttempts = 8;
 /// The first schema version with the table run_state_items.
 constexpr int64_t kRunStateItemsVersion = 4;
+/// The first schema version with the features and cost_models tables.
+constexpr int64_t kCostModelVersion = 5;
 
 /// Microseconds since the Unix epoch: the database's timestamps.
 int64_t now_us();
@@ -335,6 +337,11 @@ constexpr int kMeasurementColumnCount = 14;
 
 /// The measurement of the row, its columns (kMeasurementColumns) from `first` on.
 Measurement read_measurement(const Query &q, int first, const std::string &path);
+
+/// A WITH clause that defines `cfg(k, wid, cid, med)`: for each config `cid` of a workload `wid`
+/// on a target among the measurements `from_where` selects, and each value `k` of the SQL
+/// expression `key`, the config's median over its ok measurements (tuning_db/Queries.cpp).
+std::string config_medians(const std::string &key, const std::string &from_where);
 
 /// The columns read_run reads, in order.
 inline constexpr const char *kRunColumns =

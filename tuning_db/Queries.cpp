@@ -45,13 +45,9 @@ std::string filter_clause(const char *alias) {
                        alias, ".target_id = ?2) AND (?3 IS NULL OR w.op = ?3) ");
 }
 
-} // namespace internal
-
-namespace {
-
-/// A WITH clause that defines `cfg(k, med)`: for each config (of a workload on a target) of the
-/// measurements `from_where` selects (a FROM ... WHERE ... over measurements m), and each value
-/// of the SQL expression `key`, the config's time as Database::best defines it: the median of
+/// A WITH clause that defines `cfg(k, wid, cid, med)`: for each config (of a workload on a target)
+/// of the measurements `from_where` selects (a FROM ... WHERE ... over measurements m), and each
+/// value of the SQL expression `key`, the config's time as Database::best defines it: the median of
 /// its ok measurements' medians (the middle one, or the mean of the two middle ones). So every
 /// "best" the database reports is a config's median, never one lucky measurement.
 std::string config_medians(const std::string &key, const std::string &from_where) {
@@ -61,9 +57,14 @@ std::string config_medians(const std::string &key, const std::string &from_where
            "ms, row_number() OVER (" +
            config + " ORDER BY m.median_ms) AS rn, count(*) OVER (" + config + ") AS n " +
            from_where +
-           " AND m.status = 'ok'), cfg AS (SELECT k, avg(ms) AS med FROM ok WHERE rn IN ((n + 1) "
+           " AND m.status = 'ok'), cfg AS (SELECT k, wid, cid, avg(ms) AS med FROM ok WHERE rn IN "
+           "((n + 1) "
            "/ 2, (n + 2) / 2) GROUP BY k, wid, tid, cid) ";
 }
+
+} // namespace internal
+
+namespace {
 
 /// The middle value of a sorted, non-empty list (the mean of the two middle ones).
 double median_of_sorted(const std::vector<double> &v) {

@@ -186,12 +186,35 @@ CREATE TABLE run_state_items (
     item TEXT NOT NULL,
     PRIMARY KEY (run_id, path, seq)) WITHOUT ROWID;
 )sql",
+    // Version 5: the cost model's training data and its saved models (tuning_db/CostModels.cpp).
+    // features: the loop-nest features of a measured config on a workload and target, per
+    // feature-set version (JSON array); cost_models: each model trained on a target's features,
+    // with its file beside the database and how well it ranked held-out workloads.
+    R"sql(
+CREATE TABLE features (
+    target_id INTEGER NOT NULL REFERENCES targets(id),
+    version TEXT NOT NULL,
+    workload_id INTEGER NOT NULL REFERENCES workloads(id),
+    config_id INTEGER NOT NULL REFERENCES configs(id),
+    vector TEXT NOT NULL,
+    PRIMARY KEY (target_id, version, workload_id, config_id)) WITHOUT ROWID;
+CREATE TABLE cost_models (
+    id INTEGER PRIMARY KEY,
+    target_id INTEGER NOT NULL REFERENCES targets(id),
+    version TEXT NOT NULL,
+    trained_us INTEGER NOT NULL,
+    rows INTEGER NOT NULL,
+    workloads INTEGER NOT NULL,
+    file TEXT NOT NULL,
+    evaluation_json TEXT NOT NULL);
+CREATE INDEX cost_models_target ON cost_models (target_id, trained_us);
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Database::schema_version,
               "one migration script per schema version");
 // The oldest schema version read commands open as it is: later versions only added columns that
-// no read query selects (the run owner, version 3) and a table read only when it exists (the run
-// state's rows, version 4).
+// no read query selects (the run owner, version 3) and tables read only when they exist (the run
+// state's rows, version 4; the cost model's features and models, version 5).
 constexpr int64_t kOldestReadableVersion = 2;
 
 /// The record lists of a run as stored: hashes of their elements, from this connection's cache

@@ -208,6 +208,28 @@ struct Filter {
     std::optional<std::string> op; ///< operator name
 };
 
+/// A config's loop-nest features on a workload and target, with its median over the ok
+/// measurements there: a training row of the cost model (Database::feature_rows).
+struct FeatureRow {
+    int64_t workload_id = 0;
+    int64_t config_id = 0;
+    std::vector<float> features;
+    double median_ms = 0;
+};
+
+/// A cost model trained on a target's feature rows (autotune/CostModel.h), saved as `file`
+/// beside the database. `evaluation` says how well it ranked workloads held out of its training
+/// (per workload: rows and Kendall tau; their mean), as the tuner measured when it saved it.
+struct CostModelRecord {
+    int64_t id = 0;
+    int64_t target_id = 0;
+    std::string version; ///< the feature set's version
+    int64_t trained_us = 0;
+    int64_t rows = 0, workloads = 0;
+    std::string file;
+    nlohmann::json evaluation = nlohmann::json::object();
+};
+
 /// What import_json added (rows already present are skipped and counted as such).
 struct ImportSummary {
     int64_t targets_added = 0, workloads_added = 0, configs_added = 0, runs_added = 0;
@@ -217,7 +239,7 @@ struct ImportSummary {
 class Database {
 public:
     /// The schema version this build writes. Older databases are migrated on open.
-    static constexpr int schema_version = 4;
+    static constexpr int schema_version = 5;
     /// The export format version (export_json's "format_version").
     static constexpr int export_format_version = 1;
 
@@ -283,6 +305,20 @@ public:
     /// Empty when the workload or target is unknown or has no ok measurement.
     std::optional<std::string> best_trace_json(const WorkloadKey &workload,
                                                const TargetKey &target) const;
+
+    // --- the cost model's data (tuning_db/CostModels.cpp) ----------------------------------------
+    /// Stores (or replaces) a config's features on a workload and target, for the feature set
+    /// `version`. Raises for ids that do not exist, or a non-finite value.
+    void record_features(int64_t workload_id, int64_t target_id, int64_t config_id,
+                         const std::string &version, const std::vector<float> &features);
+    /// The training rows of a target for a feature-set version: every config with stored
+    /// features and at least one ok measurement on that workload and target, with its median.
+    /// Ordered by workload, then config. Empty for a file older than schema version 5.
+    std::vector<FeatureRow> feature_rows(int64_t target_id, const std::string &version) const;
+    /// Records a saved model; returns its id.
+    int64_t record_cost_model(const CostModelRecord &model);
+    /// The latest saved model of each target (all targets when target_id is 0), by target id.
+    std::vector<CostModelRecord> cost_models(int64_t target_id = 0) const;
 
     // --- tuning runs ----------------------------------------------------------------------------
     /// Creates a run owned by the calling process (RunOwner::this_process()).

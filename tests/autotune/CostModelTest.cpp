@@ -7,6 +7,7 @@
 // corpus is scored by a known function of the features, the other holds times measured once and
 // stored in tests/autotune/data, and XGBoost runs single-threaded with a fixed seed.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +26,7 @@
 #include "autotune/CostModel.h"
 #include "autotune/Features.h"
 #include "autotune/Templates.h"
+#include "lang/Error.h"
 
 using namespace kiln;
 using namespace kiln::autotune;
@@ -35,40 +37,6 @@ struct Corpus {
     std::vector<std::vector<float>> rows; ///< loop-nest features, one row per config
     std::vector<float> scores;            ///< higher is better
 };
-
-/// Kendall's tau over the pairs whose true scores differ: a pair the prediction orders the same
-/// way counts +1, the other way -1, a tie in the prediction 0.
-double kendall_tau(const std::vector<float> &truth, const std::vector<float> &predicted) {
-    int64_t sum = 0, pairs = 0;
-    for (size_t i = 0; i < truth.size(); i++) {
-        for (size_t j = i + 1; j < truth.size(); j++) {
-            if (truth[i] == truth[j]) continue;
-            pairs++;
-            float t = truth[i] - truth[j], p = predicted[i] - predicted[j];
-            if (p != 0) sum += (t > 0) == (p > 0) ? 1 : -1;
-        }
-    }
-    return pairs ? double(sum) / double(pairs) : 0;
-}
-
-/// How many of the k configs with the best true scores are among the k best predicted; ties in
-/// the prediction are broken against the model (the truly worse config first).
-int top_k_hits(const std::vector<float> &truth, const std::vector<float> &predicted, size_t k) {
-    std::vector<size_t> by_truth(truth.size()), by_prediction(truth.size());
-    std::iota(by_truth.begin(), by_truth.end(), 0);
-    std::iota(by_prediction.begin(), by_prediction.end(), 0);
-    std::sort(by_truth.begin(), by_truth.end(),
-              [&](size_t a, size_t b) { return truth[a] > truth[b]; });
-    std::sort(by_prediction.begin(), by_prediction.end(), [&](size_t a, size_t b) {
-        if (predicted[a] != predicted[b]) return predicted[a] > predicted[b];
-        return truth[a] < truth[b];
-    });
-    std::set<size_t> best(by_truth.begin(), by_truth.begin() + std::ptrdiff_t(k));
-    int hits = 0;
-    for (size_t i = 0; i < k; i++)
-        hits += int(best.count(by_prediction[i]));
-    return hits;
-}
 
 struct Quality {
     double tau = 0;
@@ -208,4 +176,108 @@ TEST(CostModel, RanksHeldOutConfigsOfAMeasuredCorpus) {
     EXPECT_GE(q.hits, 4) << q;
     Quality none = held_out_quality(c, 15, constant_predictions);
     EXPECT_LT(none.tau, 0.2) << "a constant prediction passes the threshold: " << none;
+}
+
+namespace {
+
+/// The synthetic score of RanksHeldOutMatmulConfigsByAKnownFunctionOfTheirFeatures.
+float known_score(const std::vector<float> &r) {
+    static const size_t extent0 = feature("log2_extent_level0"), lanes = feature("vector_lanes"),
+                        parallel = feature("log2_parallel_extent"),
+                        bytes = feature("log2_load_bytes");
+    return -std::abs(r[extent0] - 3) + (r[lanes] >= 8 ? 2.0f : 0.0f) +
+           0.5f * std::min(r[parallel], 4.0f) - 0.25f * r[bytes];
+}
+
+/// Feature rows of matmul template configs at three shapes (three workloads, 40 configs each),
+/// each config's time given by `time_of` (its features, its workload's index).
+std::vector<tuning_db::FeatureRow>
+three_workloads(const std::function<double(const std::vector<float> &, int)> &time_of) {
+    const std::vector<std::vector<int64_t>> shapes = {{64, 64, 64}, {96, 64, 64}, {64, 128, 32}};
+    std::vector<tuning_db::FeatureRow> rows;
+    for (int w = 0; w < 3; w++) {
+        std::vector<std::vector<float>> f = template_features("matmul", shapes[size_t(w)], 40);
+        for (size_t i = 0; i < f.size(); i++)
+            rows.push_back({w + 1, int64_t(i + 1), f[i], time_of(f[i], w)});
+    }
+    return rows;
+}
+
+} // namespace
+
+TEST(CostModel, TrainingRowsScoreEachConfigAgainstItsWorkloadsFastest) {
+    const size_t n = feature_names().size();
+    std::vector<float> f(n, 1.0f);
+    std::vector<tuning_db::FeatureRow> rows = {
+        {1, 1, f, 2.0},  {1, 2, f, 4.0},      {2, 3, f, 100.0},
+        {2, 4, f, 50.0}, {3, 5, {1.0f}, 1.0}, // a row of another feature count: left out
+    };
+    TrainingRows all = training_rows(rows);
+    ASSERT_EQ(all.rows.size(), 4u);
+    EXPECT_EQ(all.workloads, 2);
+    EXPECT_FLOAT_EQ(all.scores[0], 0.0f);                 // the fastest of workload 1
+    EXPECT_FLOAT_EQ(all.scores[1], float(std::log(0.5))); // twice as slow
+    EXPECT_FLOAT_EQ(all.scores[2], float(std::log(0.5))); // same scale, 100x the time
+    EXPECT_FLOAT_EQ(all.scores[3], 0.0f);
+    TrainingRows others = training_rows(rows, 1);
+    EXPECT_EQ(others.rows.size(), 2u);
+    EXPECT_EQ(others.workloads, 1);
+}
+
+TEST(CostModel, RanksWorkloadsHeldOutOfItsTraining) {
+    // Each workload's times follow the known score at its own scale (a bigger shape is slower
+    // everywhere): a model trained on the other two must rank it. With times unrelated to the
+    // features the same evaluation must find nothing, so the test can fail.
+    std::vector<tuning_db::FeatureRow> learnable =
+        three_workloads([](const std::vector<float> &f, int w) {
+            return (w + 1) * 3.0 * std::exp(-known_score(f));
+        });
+    RankingEvaluation e = evaluate_held_out(learnable);
+    ASSERT_EQ(e.workloads.size(), 3u);
+    for (const HeldOutWorkload &h : e.workloads) {
+        std::cout << "[ held out: workload " << h.workload_id << " ] " << h.rows
+                  << " configs, Kendall's tau " << h.tau << ", " << h.top_hits << " of the "
+                  << h.top_k << " fastest in the predicted " << h.top_k << " best\n";
+        EXPECT_GE(h.rows, 25u);
+        EXPECT_GE(h.tau, 0.5) << "workload " << h.workload_id;
+    }
+    EXPECT_NEAR(e.mean_tau, (e.workloads[0].tau + e.workloads[1].tau + e.workloads[2].tau) / 3,
+                1e-9);
+    nlohmann::json j = e.to_json();
+    EXPECT_EQ(j["held_out"].size(), 3u);
+    EXPECT_DOUBLE_EQ(j["mean_kendall_tau"].get<double>(), e.mean_tau);
+
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<double> noise(1.0, 10.0);
+    RankingEvaluation none = evaluate_held_out(
+        three_workloads([&](const std::vector<float> &, int) { return noise(rng); }));
+    ASSERT_EQ(none.workloads.size(), 3u);
+    EXPECT_LT(std::abs(none.mean_tau), 0.3) << "times unrelated to the features were ranked";
+    // Workloads with fewer configs than asked for are not evaluated.
+    EXPECT_TRUE(evaluate_held_out(learnable, 1000).workloads.empty());
+}
+
+TEST(CostModel, ASavedModelPredictsWhatItPredictedBeforeSaving) {
+    std::vector<tuning_db::FeatureRow> rows =
+        three_workloads([](const std::vector<float> &f, int) { return std::exp(-known_score(f)); });
+    TrainingRows t = training_rows(rows);
+    CostModel model;
+    model.fit(t.rows, t.scores);
+    std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                 ("kiln-cost-model-" + std::to_string(getpid()) + ".json");
+    model.save(file.string());
+    CostModel loaded;
+    EXPECT_FALSE(loaded.trained());
+    loaded.load(file.string());
+    EXPECT_TRUE(loaded.trained());
+    EXPECT_EQ(loaded.predict(t.rows), model.predict(t.rows));
+    std::filesystem::remove(file);
+    try {
+        loaded.load(file.string());
+        ADD_FAILURE() << "loading a missing file succeeded";
+    } catch (const RuntimeError &e) {
+        EXPECT_EQ(
+            std::string(e.what()).rfind("cost model: cannot read '" + file.string() + "': ", 0), 0u)
+            << e.what();
+    }
 }

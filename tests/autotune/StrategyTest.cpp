@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <set>
 
 #include "autotune/CostModel.h"
@@ -103,6 +104,54 @@ TEST(Strategy, GuidedStrategiesFindTheOptimumOfASmoothCost) {
         auto s = make_strategy(name, 5);
         EXPECT_EQ(h.run(*s, 100, 4), 1.0) << name;
     }
+}
+
+/// The best time a strategy (of this seed) reaches in `trials` measurements (batches of 4) of a
+/// wide space: ten knobs of 16 values each (2^40 configs), the time 1 + the distance of each
+/// knob from its best value, the features the knobs' indices.
+double best_in_wide_space(const std::string &strategy, uint64_t seed, int trials) {
+    constexpr int knobs = 10;
+    const int best_index[knobs] = {3, 12, 7, 0, 9, 5, 14, 1, 8, 11};
+    SearchSpace space("wide");
+    for (int k = 0; k < knobs; k++)
+        space.add_range("k" + std::to_string(k), 0, 15);
+    std::set<std::string> measured;
+    ProposalContext ctx{space, [&](const std::string &h) { return measured.count(h) != 0; },
+                        [](const Config &c) -> std::optional<std::vector<float>> {
+                            return std::vector<float>(c.index.begin(), c.index.end());
+                        }};
+    std::unique_ptr<Strategy> s = make_strategy(strategy, seed);
+    double best = INFINITY;
+    for (int done = 0; done < trials;) {
+        std::vector<Config> got = s->propose(ctx, std::min(4, trials - done));
+        if (got.empty()) break;
+        for (const Config &c : got) {
+            measured.insert(space.hash(c));
+            double ms = 1;
+            for (int k = 0; k < knobs; k++)
+                ms += std::abs(c.index[size_t(k)] - best_index[k]);
+            best = std::min(best, ms);
+            s->observe(ctx, c, {tuning_db::Status::ok, ms});
+            done++;
+        }
+    }
+    return best;
+}
+
+TEST(Strategy, ModelGuidedEvolutionFindsWhatRandomSamplingMisses) {
+    // The time is a sum of one term per knob: the model learns the terms from few samples, and
+    // its evolution combines parents that are good in different knobs. Means over 4 seeds of the
+    // best of 100 trials: random sampling stays far from the optimum (28); the model's earlier
+    // pool of random samples and mutations of the 5 best reached 8.0, the evolution 6.25.
+    double model = 0, random = 0;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        model += best_in_wide_space("model", seed, 100) / 4;
+        random += best_in_wide_space("random", seed, 100) / 4;
+    }
+    std::cout << "[ wide space, best of 100 trials, mean of 4 seeds ] model " << model
+              << ", random " << random << "\n";
+    EXPECT_LE(model, 7.5);
+    EXPECT_GE(random, 20.0) << "the space is too easy to tell the strategies apart";
 }
 
 TEST(Strategy, StateRoundTripsThroughJsonAndContinuesTheSameWay) {

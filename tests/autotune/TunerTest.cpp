@@ -23,7 +23,9 @@
 #include <sstream>
 #include <thread>
 
+#include "autotune/CostModel.h"
 #include "autotune/Emit.h"
+#include "autotune/Features.h"
 #include "autotune/Simulator.h"
 #include "autotune/Strategy.h"
 #include "autotune/Tuner.h"
@@ -180,6 +182,57 @@ TEST(Tuner, ModelGuidedRunRanksLoweredCandidates) {
     // The model guided the run: past the warm-up, proposals came from its ranking of the pool. A
     // run that only sampled at random (the model never fitted, no candidate lowered) counts 0.
     EXPECT_GT(state["strategy"].value("ranked_proposals", int64_t(0)), 0) << run->state_json;
+}
+
+TEST(Tuner, TheCostModelLearnsAcrossWorkloadsAndIsSavedBesideTheDatabase) {
+    // A run stores each ok config's features; at its end a model trained on everything the
+    // database holds for the target is saved beside it. A model-guided run of another workload
+    // starts from those rows: it ranks from its first batch, long before its own warm-up.
+    TempDir dir;
+    std::ostringstream out, err;
+    TuneOptions first = quick("blur", {64, 48}, dir / "k.db");
+    first.strategy = "model";
+    first.trials = 12;
+    first.baselines = false;
+    TuneResult a = tune(first, out, err);
+    const int64_t a_ok = a.per_status["ok"];
+    ASSERT_GE(a_ok, 5) << err.str();
+    EXPECT_EQ(a.prior_rows, 0);
+    ASSERT_TRUE(a.cost_model) << err.str();
+    EXPECT_EQ(a.cost_model->rows, a_ok);
+    EXPECT_EQ(a.cost_model->workloads, 1);
+    EXPECT_TRUE(a.cost_model->evaluation["held_out"].empty()); // one workload: nothing held out
+    EXPECT_EQ(a.cost_model->file, dir / "k.db.models/target-1.json");
+    EXPECT_TRUE(fs::exists(a.cost_model->file));
+    EXPECT_NE(out.str().find("cost model: trained on " + std::to_string(a_ok) +
+                             " configs of 1 workloads, saved to " + a.cost_model->file),
+              std::string::npos)
+        << out.str();
+
+    TuneOptions second = quick("blur", {80, 40}, dir / "k.db");
+    second.strategy = "model";
+    second.trials = 3; // fewer than the model's 8 warm-up rows of its own
+    second.baselines = false;
+    out.str("");
+    TuneResult b = tune(second, out, err);
+    EXPECT_EQ(b.prior_rows, a_ok);
+    EXPECT_EQ(b.prior_workloads, 1);
+    EXPECT_NE(out.str().find("the model started from " + std::to_string(a_ok) +
+                             " measured configs of 1 other workloads on this target"),
+              std::string::npos)
+        << out.str();
+    auto db = tuning_db::Database::open_existing(first.db_path);
+    nlohmann::json state = nlohmann::json::parse(db.run(b.run_id)->state_json);
+    EXPECT_GT(state["strategy"].value("ranked_proposals", int64_t(0)), 0) << state.dump();
+    ASSERT_TRUE(b.cost_model);
+    EXPECT_EQ(b.cost_model->workloads, b.per_status["ok"] > 0 ? 2 : 1);
+    // The first workload has at least 5 configs: a model trained on the second ranks it.
+    ASSERT_EQ(b.cost_model->evaluation["held_out"].size(), b.per_status["ok"] >= 2 ? 1u : 0u);
+    std::vector<tuning_db::CostModelRecord> saved = db.cost_models();
+    ASSERT_EQ(saved.size(), 1u);
+    EXPECT_EQ(saved[0].id, b.cost_model->id);
+    EXPECT_EQ(int64_t(db.feature_rows(saved[0].target_id, feature_version()).size()),
+              a_ok + b.per_status["ok"]);
 }
 
 TEST(Tuner, CrashHangAndWrongAnswerAreRecordedAndTheJobGoesOn) {

@@ -321,5 +321,39 @@ TEST(DbCommands, ReportHasASvgPlotWithAPolylinePerStrategy) {
     EXPECT_EQ(page.find("<script"), std::string::npos); // self-contained, no scripts
 }
 
+TEST(DbCommands, ReportShowsHowWellTheSavedCostModelRanksHeldOutWorkloads) {
+    ScratchDir dir;
+    std::string db = dir.file("kiln.db"), html = dir.file("report.html");
+    fill(db);
+    Result none = kiln_cli({"db", "report", "--db", db, "-o", html});
+    ASSERT_EQ(none.status, 0) << none.err;
+    EXPECT_CONTAINS(read_file(html), "<h2>Cost models</h2>\n<p>none saved yet");
+    {
+        Database d = Database::open(db);
+        CostModelRecord m;
+        m.target_id = d.target_id(test_target());
+        m.version = "v1";
+        m.rows = 42;
+        m.workloads = 2;
+        m.file = db + ".models/target-1.json";
+        m.evaluation = {{"mean_kendall_tau", 0.4567},
+                        {"held_out",
+                         {{{"workload_id", d.workload_id(test_workload())},
+                           {"rows", 30},
+                           {"kendall_tau", 0.4567},
+                           {"top_k", 3},
+                           {"top_k_hits", 2}}}}};
+        d.record_cost_model(m);
+    }
+    Result r = kiln_cli({"db", "report", "--db", db, "-o", html});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_CONTAINS(r.out, "cost model for target 1: trained on 42 configs of 2 workloads; "
+                           "held-out Kendall's tau 0.46 over 1 workloads (" +
+                               db + ".models/target-1.json)\n");
+    std::string page = read_file(html);
+    EXPECT_CONTAINS(page,
+                    "<tr><td>matmul 64x64x64</td><td>30</td><td>0.46</td><td>2 of 3</td></tr>");
+}
+
 } // namespace
 } // namespace kiln

@@ -156,7 +156,7 @@ TEST(TuningDB, AVersion2DatabaseIsReadAsItIsAndMigratedWithItsRunOwners) {
     // What schema version 2 wrote: no owner columns; an older kiln kept the owner in state_json
     // (here: this process, alive).
     RunOwner me = RunOwner::this_process();
-    raw_sql(path, "DROP TABLE run_state_items; "
+    raw_sql(path, "DROP TABLE run_state_items; DROP TABLE features; DROP TABLE cost_models; "
                   "ALTER TABLE tuning_runs DROP COLUMN owner_pid; "
                   "ALTER TABLE tuning_runs DROP COLUMN owner_host; "
                   "ALTER TABLE tuning_runs DROP COLUMN owner_start; "
@@ -172,6 +172,8 @@ TEST(TuningDB, AVersion2DatabaseIsReadAsItIsAndMigratedWithItsRunOwners) {
         // Read commands read it as it is.
         Database db = Database::open_existing(path);
         EXPECT_EQ(db.runs(w).size(), 2u);
+        EXPECT_TRUE(db.feature_rows(t, "v1").empty()); // no features table before version 5
+        EXPECT_TRUE(db.cost_models().empty());
     }
     EXPECT_EQ(raw_count(path, "SELECT max(version) FROM schema_version"), 2);
     // A write open migrates it; the owner recorded in state_json is the run's owner.
@@ -873,12 +875,13 @@ TEST(TuningDB, AVersion3RunStateIsReadAsItIsAndSplitAtItsNextSave) {
         run = db.create_run(db.workload_id(test_workload()), db.target_id(test_target()), "model",
                             1, 0, 0, state.dump()); // stored whole, as version 3 did
     }
-    raw_sql(path, "DROP TABLE run_state_items; UPDATE schema_version SET version = 3;");
+    raw_sql(path, "DROP TABLE run_state_items; DROP TABLE features; DROP TABLE cost_models; "
+                  "UPDATE schema_version SET version = 3;");
     std::string before = bytes_of(path);
     EXPECT_EQ(Database::open_existing(path).run(run)->state_json, state.dump());
     EXPECT_EQ(bytes_of(path), before); // read as it is, not migrated
     Database db = Database::open(path);
-    EXPECT_EQ(raw_count(path, "SELECT max(version) FROM schema_version"), 4);
+    EXPECT_EQ(raw_count(path, "SELECT max(version) FROM schema_version"), Database::schema_version);
     EXPECT_EQ(db.run(run)->state_json, state.dump());
     db.update_run_state(run, state.dump(), 20, 1);
     EXPECT_EQ(raw_count(path, "SELECT count(*) FROM run_state_items"), 20);
@@ -920,6 +923,85 @@ TEST(TuningDB, WriteOpensRefuseAnotherProgramsFileBeforeChangingIt) {
     Database db = Database::open(empty);
     EXPECT_EQ(raw_count(empty, "SELECT max(version) FROM schema_version"),
               Database::schema_version);
+}
+
+// The cost model's training rows: a config's features on a workload, with the median of its ok
+// measurements there; configs without an ok measurement, and features of another version, are
+// not rows.
+TEST(TuningDB, FeatureRowsPairAConfigsFeaturesWithItsMedian) {
+    ScratchDir dir;
+    Database db = Database::open(dir.file("f.db"));
+    int64_t t = db.target_id(test_target());
+    int64_t w1 = db.workload_id(test_workload("matmul", "64x64x64"));
+    int64_t w2 = db.workload_id(test_workload("matmul", "128x128x128"));
+    int64_t a = test_config(db, 1), b = test_config(db, 2), c = test_config(db, 3);
+    for (double ms : {3.0, 1.0, 2.0, 9.0})
+        db.record_measurement(ok_measurement(0, w1, t, a, ms));
+    db.record_measurement(ok_measurement(0, w2, t, a, 5.0));
+    db.record_measurement(failed_measurement(0, w1, t, b, Status::timeout, "timed out"));
+    db.record_measurement(ok_measurement(0, w1, t, c, 4.0));
+    db.record_features(w1, t, a, "v1", {1.0f, 2.0f});
+    db.record_features(w2, t, a, "v1", {3.0f, 4.0f});
+    db.record_features(w1, t, b, "v1", {5.0f, 6.0f}); // never ok: not a row
+    db.record_features(w1, t, c, "v0", {7.0f, 8.0f}); // another version
+    db.record_features(w1, t, a, "v1", {1.5f, 2.5f}); // replaces the first
+
+    std::vector<FeatureRow> rows = db.feature_rows(t, "v1");
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].workload_id, w1);
+    EXPECT_EQ(rows[0].config_id, a);
+    EXPECT_EQ(rows[0].features, (std::vector<float>{1.5f, 2.5f}));
+    EXPECT_DOUBLE_EQ(rows[0].median_ms, 2.5); // the median of 1, 2, 3, 9
+    EXPECT_EQ(rows[1].workload_id, w2);
+    EXPECT_DOUBLE_EQ(rows[1].median_ms, 5.0);
+    ASSERT_EQ(db.feature_rows(t, "v0").size(), 1u);
+    EXPECT_TRUE(db.feature_rows(t + 1, "v1").empty());
+
+    EXPECT_EQ(error_of([&] { db.record_features(w1 + 100, t, a, "v1", {1.0f}); }),
+              "tuning database '" + db.path() + "': record_features: no workload " +
+                  std::to_string(w1 + 100) + ", target " + std::to_string(t) + " or config " +
+                  std::to_string(a) + " (get ids from workload_id(), target_id(), config_id())");
+    EXPECT_EQ(error_of([&] {
+                  db.record_features(w1, t, a, "v1", {1.0f, NAN});
+              }),
+              "tuning database '" + db.path() + "': record_features: a feature of config " +
+                  std::to_string(a) + " is nan; features must be finite");
+}
+
+TEST(TuningDB, CostModelsGiveTheLatestModelOfEachTarget) {
+    ScratchDir dir;
+    Database db = Database::open(dir.file("m.db"));
+    int64_t t1 = db.target_id(test_target(1)), t2 = db.target_id(test_target(2));
+    CostModelRecord m;
+    m.target_id = t1;
+    m.version = "v1";
+    m.rows = 10;
+    m.workloads = 2;
+    m.file = "first.json";
+    m.evaluation = {{"mean_kendall_tau", 0.5}};
+    int64_t first = db.record_cost_model(m);
+    m.file = "second.json";
+    m.rows = 20;
+    int64_t second = db.record_cost_model(m);
+    m.target_id = t2;
+    m.file = "other.json";
+    db.record_cost_model(m);
+    EXPECT_GT(second, first);
+
+    std::vector<CostModelRecord> all = db.cost_models();
+    ASSERT_EQ(all.size(), 2u);
+    EXPECT_EQ(all[0].id, second);
+    EXPECT_EQ(all[0].file, "second.json");
+    EXPECT_EQ(all[0].rows, 20);
+    EXPECT_EQ(all[0].workloads, 2);
+    EXPECT_GT(all[0].trained_us, 0);
+    EXPECT_DOUBLE_EQ(all[0].evaluation["mean_kendall_tau"].get<double>(), 0.5);
+    EXPECT_EQ(all[1].file, "other.json");
+    ASSERT_EQ(db.cost_models(t2).size(), 1u);
+    m.target_id = t2 + 10;
+    EXPECT_EQ(error_of([&] { db.record_cost_model(m); }),
+              "tuning database '" + db.path() + "': record_cost_model: no target with id " +
+                  std::to_string(t2 + 10));
 }
 
 } // namespace
