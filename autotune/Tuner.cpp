@@ -115,6 +115,20 @@ bool is_transient_failure(Status s) {
     return s == Status::timeout || s == Status::crash || s == Status::runtime_error;
 }
 
+std::string format_duration(double s) {
+    if (!std::isfinite(s) || s < 0) return "?";
+    char buf[32];
+    int64_t t = std::llround(s);
+    if (t >= 3600)
+        std::snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(t / 3600),
+                      (long long)(t / 60 % 60));
+    else if (t >= 60)
+        std::snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(t / 60), (long long)(t % 60));
+    else
+        std::snprintf(buf, sizeof buf, "%llds", (long long)t);
+    return buf;
+}
+
 namespace {
 
 /// This process's start time in clock ticks since boot (/proc/self/stat field 22), which with the
@@ -146,20 +160,6 @@ uint64_t run_seed(uint64_t seed, int64_t run_id) {
 
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string format_duration(double s) {
-    if (!std::isfinite(s) || s < 0) return "?";
-    char buf[32];
-    int64_t t = std::llround(s);
-    if (t >= 3600)
-        std::snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(t / 3600),
-                      (long long)(t / 60 % 60));
-    else if (t >= 60)
-        std::snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(t / 60), (long long)(t % 60));
-    else
-        std::snprintf(buf, sizeof buf, "%llds", (long long)t);
-    return buf;
 }
 
 /// The shape to tune: the given one, or the operator's default when none is given.
@@ -873,8 +873,8 @@ TuneResult Tuner::run() {
     pool->stop();
     result.elapsed_s = seconds_since(start);
     result.interrupted = stopping();
-    if (!result.interrupted) db.finish_run(run_id);
-    if (result.trials > 0) {
+    if (!result.interrupted && opt.finish_run) db.finish_run(run_id);
+    if (result.trials > 0 && opt.save_cost_model) {
         // Saving the model is a by-product: its failure loses nothing measured, so it warns.
         try {
             result.cost_model = update_saved_model(db, target_id);

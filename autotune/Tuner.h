@@ -83,6 +83,8 @@ int64_t physical_memory_bytes();
 int64_t tuning_memory_bytes(const apps::Operator &op, const std::vector<int64_t> &shape, int jobs);
 /// The number of threads kernels use when none is asked for: the machine's hardware threads.
 int default_threads();
+/// A duration for people: "42s", "3m07s", "8h02m"; "?" for a negative or non-finite one.
+std::string format_duration(double seconds);
 
 struct TuneOptions {
     std::string op;
@@ -114,6 +116,12 @@ struct TuneOptions {
     /// name ("--generator ./gens brighten --param gain=2" for a generator).
     std::string command_operand;
     bool progress = true; ///< the live progress line on `err`
+    /// Whether the run is marked finished when its budget is spent (a multi-task job keeps each
+    /// task's run open between its rounds and finishes them at its end: autotune/TaskScheduler.h).
+    bool finish_run = true;
+    /// Whether the end of the run trains and saves the cost model (update_saved_model); a
+    /// multi-task job saves it once, at its end.
+    bool save_cost_model = true;
     /// Set from a signal handler to stop cleanly (committed work is kept; resume continues).
     const std::atomic<bool> *stop = nullptr;
 };

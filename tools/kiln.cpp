@@ -14,6 +14,7 @@
 #include "autotune/Emit.h"
 #include "autotune/Simulator.h"
 #include "autotune/Strategy.h"
+#include "autotune/TaskScheduler.h"
 #include "autotune/Tuner.h"
 #include "driver/Generator.h"
 #include "kiln.h"
@@ -121,10 +122,18 @@ static int run_kiln(int argc, char **argv) {
     bool no_resume = false, no_baselines = false, simulate = false, quiet = false;
     CLI::App *tune_cmd = app.add_subcommand(
         "tune", "search schedules for an operator, recording every measurement in the database");
+    tune_cmd->add_option("operator", tune.op,
+                         "operator name (e.g. matmul), or the generator's with --generator");
+    std::string tasks_path;
+    int round_trials = 16;
+    tune_cmd->add_option(
+        "--tasks", tasks_path,
+        "tune many operators and shapes as one job: a JSON file of tasks "
+        "[{\"op\": \"matmul\", \"shape\": \"1024x1024x1024\", \"weight\": 1}, ...]");
     tune_cmd
-        ->add_option("operator", tune.op,
-                     "operator name (e.g. matmul), or the generator's with --generator")
-        ->required();
+        ->add_option("--round-trials", round_trials,
+                     "with --tasks: trials per round, the unit the job's time is given in")
+        ->default_str("16");
     std::string generator_exe;
     std::vector<std::string> generator_params;
     tune_cmd->add_option("--generator", generator_exe,
@@ -226,6 +235,13 @@ static int run_kiln(int argc, char **argv) {
     try {
         if (*demo) return run_demo(width, height);
         if (*tune_cmd && !seed_text.empty()) tune.seed = parse_seed(seed_text);
+        if (*tune_cmd && tune.op.empty() && tasks_path.empty())
+            throw CompileError("kiln tune: name an operator (e.g. kiln tune matmul) or give a job "
+                               "of several with --tasks FILE");
+        if (*tune_cmd && !tasks_path.empty() && !generator_exe.empty())
+            throw CompileError("--tasks " + tasks_path +
+                               ": a job's tasks are built-in operators; tune a generator with "
+                               "kiln tune --generator EXE NAME");
         if (*tune_cmd && !generator_exe.empty()) {
             GeneratorTuneRequest request;
             request.generator = tune.op;
@@ -259,6 +275,33 @@ static int run_kiln(int argc, char **argv) {
         }
         if (!generator_params.empty())
             throw CompileError("--param is for generators: add --generator EXE");
+        if (*tune_cmd && !tasks_path.empty()) {
+            if (!tune.op.empty())
+                throw CompileError("--tasks " + tasks_path +
+                                   ": the tasks name the operators; drop '" + tune.op + "'");
+            if (!tune_shape.empty())
+                throw CompileError("--tasks " + tasks_path +
+                                   ": give each task its shape in the file; drop --shape");
+            if (simulate) throw CompileError("--simulate replays one operator; drop --tasks");
+            if (!tune_time.empty()) {
+                tune.time_s = parse_duration(tune_time);
+                if (!(tune.time_s > 0))
+                    throw CompileError("--time " + tune_time +
+                                       ": a positive duration, e.g. 90s, 30m or 8h");
+            }
+            autotune::validate(tune);
+            std::vector<autotune::TuneTask> tasks = autotune::load_tasks(tasks_path);
+            tune.resume = !no_resume;
+            tune.baselines = !no_baselines;
+            tune.progress = !quiet;
+            tune.command_operand = "--tasks " + tasks_path;
+            if (tune.trials <= 0 && tune.time_s <= 0) tune.trials = 100 * int64_t(tasks.size());
+            tune.stop = &tools::stop_requested;
+            tools::install_stop_handlers();
+            autotune::JobResult r =
+                autotune::tune_tasks(tune, tasks, round_trials, std::cout, std::cerr);
+            return r.interrupted ? tools::stop_exit_code : 0;
+        }
         if (*tune_cmd) {
             tune.shape = shape_of(tune.op, tune_shape);
             if (!tune_time.empty()) {
