@@ -1,14 +1,15 @@
 // The model-guided strategy (see autotune/Strategy.h): until it has `warmup` training rows it
-// samples at random; then, for every batch, it refits the cost model when it has new rows, runs
-// one generation of evolution guided by the model (a population kept across batches, children by
-// crossover and mutation, the best predicted survive: evolve()) and proposes the population's
-// best predicted configs not measured yet, plus one random config per batch (epsilon-greedy) so
-// the model keeps learning about regions it ranks low. Its training rows are its own ok
-// measurements and, when the tuner gives them (ProposalContext::prior), the database's rows of
-// other workloads on the target, so a new workload is ranked from its first batch. Its own rows
-// are scored like those (log of its best time over the config's), so the two share one scale.
-// Its state keeps the population and counts the proposals taken from the model's ranking, so a
-// run shows whether the model guided it or it only sampled at random.
+// samples at random. Then, once per `refresh_rows` new rows (or when it has no candidate left),
+// it refits the cost model and runs one generation of evolution guided by the model (a
+// population kept across batches, children by crossover and mutation, the best predicted
+// survive: evolve()); it proposes that generation's best predicted configs not measured yet,
+// and every fourth proposal a random config (epsilon-greedy), so the model keeps learning about
+// regions it ranks low. Its training rows are its own ok measurements and, when the tuner gives
+// them (ProposalContext::prior), the database's rows of other workloads on the target, so a new
+// workload is ranked from its first batch. Its own rows are scored like those (log of its best
+// time over the config's), so the two share one scale. Its state keeps the population and the
+// ranked candidates, and counts the proposals taken from the model's ranking, so a run shows
+// whether the model guided it or it only sampled at random.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -44,38 +45,44 @@ public:
             fill_random(n);
             return batch;
         }
-        if (!model.trained() || fitted_rows != rows.size() || fitted_prior != prior_rows) {
-            std::vector<std::vector<float>> train;
-            std::vector<float> train_scores;
-            if (ctx.prior) {
-                train = ctx.prior->rows;
-                train_scores = ctx.prior->scores;
+        // A generation lowers dozens of configs in the tuner's process: one per few new rows,
+        // not one per proposal (proposals come one or two at a time, as workers free up).
+        bool has_candidate = false;
+        for (const Config &c : ranked)
+            has_candidate = has_candidate || !ctx.known(ctx.space.hash(c));
+        if (!has_candidate || rows.size() >= evolved_rows + refresh_rows ||
+            fitted_prior != prior_rows) {
+            if (!model.trained() || fitted_rows != rows.size() || fitted_prior != prior_rows)
+                fit(ctx, prior_rows);
+            evolve(ctx, 32);
+            ranked.clear();
+            for (const Config &c : population) {
+                if (!ctx.known(ctx.space.hash(c))) ranked.push_back(c);
             }
-            const float best = scores.empty() ? 0 : *std::max_element(scores.begin(), scores.end());
-            for (size_t i = 0; i < rows.size(); i++) {
-                train.push_back(rows[i]);
-                train_scores.push_back(scores[i] - best);
-            }
-            model.fit(train, train_scores);
-            fitted_rows = rows.size();
-            fitted_prior = prior_rows;
+            evolved_rows = rows.size();
         }
 
-        evolve(ctx, std::max(32, 6 * n));
-
-        // Epsilon-greedy: all but one proposal are the population's best predicted configs not
-        // measured yet; the last is a random config, so the model keeps learning about regions
-        // it ranks low.
-        const int greedy = n > 1 ? n - 1 : 1;
-        for (const Config &c : population) {
-            if (int(batch.size()) >= greedy) break;
-            std::string h = ctx.space.hash(c);
-            if (ctx.known(h)) continue;
-            batch.push_back(c);
-            hashes.push_back(h);
-            ranked_proposals++;
+        // Epsilon-greedy: every fourth proposal is a random config, so the model keeps learning
+        // about regions it ranks low; the others are the best predicted configs not measured yet.
+        while (int(batch.size()) < n) {
+            if (++proposals % 4 == 0) {
+                fill_random(int(batch.size()) + 1);
+                continue;
+            }
+            size_t before = batch.size();
+            while (!ranked.empty() && batch.size() == before) {
+                Config c = ranked.front();
+                ranked.erase(ranked.begin());
+                std::string h = ctx.space.hash(c);
+                if (ctx.known(h) || std::find(hashes.begin(), hashes.end(), h) != hashes.end())
+                    continue;
+                batch.push_back(c);
+                hashes.push_back(h);
+                ranked_proposals++;
+            }
+            if (batch.size() == before) fill_random(int(batch.size()) + 1);
+            if (batch.size() == before) break; // nothing new left at all
         }
-        fill_random(n);
         return batch;
     }
 
@@ -99,9 +106,16 @@ public:
         nlohmann::json pop = nlohmann::json::array();
         for (const Config &c : population)
             pop.push_back(c.index);
+        nlohmann::json next = nlohmann::json::array();
+        for (const Config &c : ranked)
+            next.push_back(c.index);
         return {{"rng", detail::save_rng(rng)},
                 {"samples", samples},
                 {"population", pop},
+                {"ranked", next},
+                {"evolved_rows", evolved_rows},
+                {"proposals", proposals},
+                {"fitted_prior", fitted_prior},
                 {"ranked_proposals", ranked_proposals}};
     }
 
@@ -118,6 +132,12 @@ public:
         // States saved before the population existed have none: it grows again.
         for (const auto &x : s.value("population", nlohmann::json::array()))
             population.push_back(Config{x.get<std::vector<int>>()});
+        ranked.clear();
+        for (const auto &x : s.value("ranked", nlohmann::json::array()))
+            ranked.push_back(Config{x.get<std::vector<int>>()});
+        evolved_rows = s.value("evolved_rows", size_t(0));
+        proposals = s.value("proposals", int64_t(0));
+        fitted_prior = s.value("fitted_prior", size_t(0));
         for (const auto &x : s["samples"]) {
             configs.push_back(Config{x.at("config").get<std::vector<int>>()});
             rows.push_back(x.at("features").get<std::vector<float>>());
@@ -126,6 +146,24 @@ public:
     }
 
 private:
+    /// Fits the model to the prior rows and this run's own (scored against its best).
+    void fit(ProposalContext &ctx, size_t prior_rows) {
+        std::vector<std::vector<float>> train;
+        std::vector<float> train_scores;
+        if (ctx.prior) {
+            train = ctx.prior->rows;
+            train_scores = ctx.prior->scores;
+        }
+        const float best = scores.empty() ? 0 : *std::max_element(scores.begin(), scores.end());
+        for (size_t i = 0; i < rows.size(); i++) {
+            train.push_back(rows[i]);
+            train_scores.push_back(scores[i] - best);
+        }
+        model.fit(train, train_scores);
+        fitted_rows = rows.size();
+        fitted_prior = prior_rows;
+    }
+
     /// One generation of model-guided evolution (as MetaSchedule's evolutionary search): the
     /// parents are the population kept from the previous batch, the best measured configs and,
     /// while there are few, random ones; `children` new configs come from uniform crossover of
@@ -220,7 +258,11 @@ private:
 
     static constexpr int warmup = 8;
     static constexpr size_t population_size = 32;
-    std::vector<Config> population; ///< kept across batches, best predicted first
+    static constexpr size_t refresh_rows = 4; ///< new rows that call for a new generation
+    std::vector<Config> population;           ///< kept across batches, best predicted first
+    std::vector<Config> ranked; ///< the last generation's unmeasured configs, best first
+    size_t evolved_rows = 0;    ///< rows.size() at the last generation
+    int64_t proposals = 0;      ///< proposals made past the warm-up
     std::mt19937_64 rng;
     CostModel model;
     std::vector<Config> configs;

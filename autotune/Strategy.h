@@ -8,7 +8,7 @@
 //   annealing   a walk to neighbouring configs, accepting slower ones with a falling probability
 //   model       evolution guided by an XGBoost cost model on loop-nest features
 //               (autotune/CostModel.h): a population evolves by the model's predictions, and
-//               the best predicted unmeasured configs are measured (one random per batch)
+//               the best predicted unmeasured configs are measured (every fourth: random)
 //   bandit      UCB1 over the strategies above: each proposal goes to the strategy that most
 //               often found a new best, and every strategy learns from every outcome
 #pragma once
