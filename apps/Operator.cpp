@@ -253,8 +253,12 @@ int64_t bytes_of(Type t, const std::vector<int> &extents) {
 }
 } // namespace
 
-int64_t buffer_bytes(const Operator &op, const std::vector<int64_t> &shape) {
-    int64_t counted = 0;
+namespace {
+
+/// op.make(shape) with random_buffer counting the bytes it would fill into `counted` instead of
+/// making buffers.
+OperatorInstance make_counting(const Operator &op, const std::vector<int64_t> &shape,
+                               int64_t &counted) {
     counted_bytes = &counted;
     OperatorInstance inst;
     try {
@@ -264,6 +268,19 @@ int64_t buffer_bytes(const Operator &op, const std::vector<int64_t> &shape) {
         throw;
     }
     counted_bytes = nullptr;
+    return inst;
+}
+
+} // namespace
+
+OperatorInstance make_without_data(const Operator &op, const std::vector<int64_t> &shape) {
+    int64_t counted = 0;
+    return make_counting(op, shape, counted);
+}
+
+int64_t buffer_bytes(const Operator &op, const std::vector<int64_t> &shape) {
+    int64_t counted = 0;
+    OperatorInstance inst = make_counting(op, shape, counted);
     for (const BufferBase &b : inst.input_data) {
         if (b.defined()) counted += b.number_of_elements() * b.type().bytes(); // made otherwise
     }

@@ -96,6 +96,12 @@ std::string shape_to_string(const std::vector<int64_t> &shape);
 /// op.make raises for a bad shape.
 int64_t buffer_bytes(const Operator &op, const std::vector<int64_t> &shape);
 
+/// op.make(shape) without the inputs' pseudo-random data: the algorithm, its inputs and its
+/// output extents, with input_data's entries undefined for the inputs op.make fills at random
+/// (all of them for the built-in operators). Cheap at any shape: for a tuner that lowers a
+/// schedule per candidate and takes the input shapes from one instance made with data.
+OperatorInstance make_without_data(const Operator &op, const std::vector<int64_t> &shape);
+
 /// max |a - b| / max(1, |b|) over all elements; +infinity when the shapes or types differ.
 double max_relative_error(const BufferBase &got, const BufferBase &expected);
 

@@ -262,7 +262,11 @@ const FeatureCache::Entry &FeatureCache::entry(const Config &c) {
     if (it != cache.end()) return it->second;
     Entry e;
     try {
-        apps::OperatorInstance inst = op.make(shape);
+        // The input shapes come from one instance made with its data; each config's algorithm is
+        // made without (filling the inputs of a large shape would cost more than lowering).
+        if (input_data.empty()) input_data = op.make(shape).input_data;
+        apps::OperatorInstance inst = apps::make_without_data(op, shape);
+        inst.input_data = input_data;
         space.apply(inst, c);
         e.features = loop_nest_features(inst.pipeline().lower(), inst, &e.failed_check);
     } catch (const std::exception &) { // a config that does not lower: no features

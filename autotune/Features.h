@@ -56,6 +56,7 @@ private:
     std::vector<int64_t> shape;
     const SearchSpace &space;
     std::map<std::string, Entry> cache;
+    std::vector<BufferBase> input_data; ///< the inputs of one instance: their shapes are read
 };
 
 } // namespace kiln::autotune
