@@ -275,6 +275,7 @@ void cmd_import(const Options &o, std::ostream &out) {
         << s.measurements_skipped << " already present), " << s.configs_added << " configs, "
         << s.runs_added << " runs, " << s.workloads_added << " workloads, " << s.targets_added
         << " targets added\n";
+    if (s.features_added > 0) out << s.features_added << " feature rows of the cost model added\n";
 }
 
 // --- report --------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // tuning_db::Database, export and import: export_json writes the rows a filter selects as one
-// JSON document (format_version 1); import_json reads such a document and checks it whole, then
-// adds its rows in one transaction, each through internal::upsert, so importing twice adds
-// nothing.
+// JSON document (format_version 1; the cost model's features are an optional array of it);
+// import_json reads such a document and checks it whole, then adds its rows in one transaction,
+// each through internal::upsert, so importing twice adds nothing.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -93,6 +93,31 @@ public:
         return out;
     }
 
+    /// The cost model's training rows of the exported measurements' workloads and targets
+    /// (none from a file older than schema version 5).
+    json features() {
+        json out = json::array();
+        if (db_.version < kCostModelVersion) return out;
+        Query q(db_, "SELECT f.workload_id, f.target_id, c.hash, f.version, f.vector FROM "
+                     "features f JOIN configs c ON c.id = f.config_id JOIN workloads w ON "
+                     "w.id = f.workload_id" +
+                         filter_clause("f") +
+                         "AND EXISTS (SELECT 1 FROM measurements m WHERE m.workload_id = "
+                         "f.workload_id AND m.target_id = f.target_id AND m.config_id = "
+                         "f.config_id) ORDER BY f.workload_id, f.config_id");
+        bind_filter(q, filter_);
+        while (q.step()) {
+            json vector = json::parse(q.text(4), nullptr, false);
+            if (vector.is_discarded()) continue; // a malformed row is not worth an export
+            out.push_back({{"workload", q.i64(0)},
+                           {"target", q.i64(1)},
+                           {"config", q.text(2)},
+                           {"version", q.text(3)},
+                           {"vector", vector}});
+        }
+        return out;
+    }
+
     /// After measurements() and runs().
     json targets() {
         json out = json::array();
@@ -161,11 +186,13 @@ json Database::export_json(const Filter &filter) const {
         json measurements = exporter.measurements();
         json runs = exporter.runs();
         json configs = exporter.configs();
+        json features = exporter.features();
         doc["targets"] = exporter.targets();
         doc["workloads"] = exporter.workloads();
         doc["configs"] = std::move(configs);
         doc["runs"] = std::move(runs);
         doc["measurements"] = std::move(measurements);
+        doc["features"] = std::move(features);
         return doc;
     });
 }
@@ -277,6 +304,12 @@ struct ImportDocument {
         int64_t timestamp_us;
     };
     std::vector<MeasurementRow> measurements;
+    struct FeatureRow {
+        int64_t workload_id, target_id;
+        std::string config_hash, version;
+        std::vector<float> vector;
+    };
+    std::vector<FeatureRow> features; ///< optional in a document (older exports have none)
 };
 
 /// Reads the document's arrays into an ImportDocument, in the order that lets each refer to the
@@ -292,6 +325,7 @@ public:
         read_configs(rd_.array(doc, "the document", "configs"));
         read_runs(rd_.array(doc, "the document", "runs"));
         read_measurements(rd_.array(doc, "the document", "measurements"));
+        if (doc.contains("features")) read_features(rd_.array(doc, "the document", "features"));
         return std::move(in_);
     }
 
@@ -378,6 +412,26 @@ private:
                 measurement_row(measurements[i], detail::str("measurements[", i, "]")));
     }
 
+    void read_features(const json &features) {
+        for (size_t i = 0; i < features.size(); i++) {
+            std::string at = detail::str("features[", i, "]");
+            const json &f = features[i];
+            ImportDocument::FeatureRow x;
+            x.workload_id = workload_ref(f, at);
+            x.target_id = target_ref(f, at);
+            x.config_hash = rd_.str(f, at, "config");
+            if (!in_.config_hashes.count(x.config_hash))
+                rd_.fail(at, "config '" + x.config_hash + "' is not in the document's configs");
+            x.version = rd_.str(f, at, "version");
+            for (const json &v : rd_.array(f, at, "vector")) {
+                if (!v.is_number() || !std::isfinite(v.get<double>()))
+                    rd_.fail(at, "field 'vector' must hold finite numbers");
+                x.vector.push_back(v.get<float>());
+            }
+            in_.features.push_back(std::move(x));
+        }
+    }
+
     ImportDocument::MeasurementRow measurement_row(const json &m, const std::string &at) const {
         ImportDocument::MeasurementRow x;
         x.rec.workload_id = workload_ref(m, at);
@@ -439,6 +493,7 @@ public:
         add_configs(in);
         add_runs(in);
         add_measurements(in);
+        add_features(in);
         return sum_;
     }
 
@@ -512,6 +567,18 @@ private:
                       x.timestamp_us)
                 .run();
             sum_.measurements_added++;
+        }
+    }
+
+    /// Features stored already (same target, version, workload and config) are kept.
+    void add_features(const ImportDocument &in) {
+        for (const ImportDocument::FeatureRow &f : in.features) {
+            Query q(db_, "INSERT OR IGNORE INTO features (target_id, version, workload_id, "
+                         "config_id, vector) VALUES (?, ?, ?, ?, ?)");
+            q.bind(target_map_[f.target_id], f.version, workload_map_[f.workload_id],
+                   config_map_[f.config_hash], json(f.vector).dump())
+                .run();
+            sum_.features_added += sqlite3_changes(db_.db);
         }
     }
 

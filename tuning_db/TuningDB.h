@@ -234,6 +234,7 @@ struct CostModelRecord {
 struct ImportSummary {
     int64_t targets_added = 0, workloads_added = 0, configs_added = 0, runs_added = 0;
     int64_t measurements_added = 0, measurements_skipped = 0;
+    int64_t features_added = 0; ///< the cost model's training rows (Database::record_features)
 };
 
 class Database {

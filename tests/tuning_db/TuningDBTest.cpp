@@ -1004,5 +1004,48 @@ TEST(TuningDB, CostModelsGiveTheLatestModelOfEachTarget) {
                   std::to_string(t2 + 10));
 }
 
+TEST(TuningDB, FeaturesTravelWithAnExportAndImportOnce) {
+    ScratchDir dir;
+    Database a = Database::open(dir.file("a.db"));
+    int64_t t = a.target_id(test_target());
+    int64_t w = a.workload_id(test_workload());
+    int64_t c1 = test_config(a, 1), c2 = test_config(a, 2), c3 = test_config(a, 3);
+    a.record_measurement(ok_measurement(0, w, t, c1, 2.0));
+    a.record_measurement(ok_measurement(0, w, t, c2, 3.0));
+    a.record_features(w, t, c1, "v1", {1.0f, 2.0f});
+    a.record_features(w, t, c2, "v1", {3.0f, 4.0f});
+    a.record_features(w, t, c3, "v1", {5.0f, 6.0f}); // never measured: not exported
+    nlohmann::json doc = a.export_json();
+    ASSERT_EQ(doc["features"].size(), 2u) << doc["features"].dump();
+
+    Database b = Database::open(dir.file("b.db"));
+    ImportSummary first = b.import_json(doc);
+    EXPECT_EQ(first.features_added, 2);
+    EXPECT_EQ(b.import_json(doc).features_added, 0); // idempotent
+    int64_t bt = *b.find_target(test_target());
+    std::vector<FeatureRow> rows = b.feature_rows(bt, "v1");
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].features, (std::vector<float>{1.0f, 2.0f}));
+    EXPECT_DOUBLE_EQ(rows[0].median_ms, 2.0);
+    EXPECT_EQ(rows[1].features, (std::vector<float>{3.0f, 4.0f}));
+
+    // A document without features (an older export) imports; a malformed row is named.
+    doc.erase("features");
+    EXPECT_EQ(Database::open(dir.file("c.db")).import_json(doc).features_added, 0);
+    doc["features"] = {{{"workload", w},
+                        {"target", t},
+                        {"config", "cfg1"},
+                        {"version", "v1"},
+                        {"vector", {1.0, "x"}}}};
+    EXPECT_EQ(error_of([&] { b.import_json(doc); }),
+              "cannot import into tuning database '" + b.path() +
+                  "': features[0]: field 'vector' must hold finite numbers");
+    doc["features"][0]["vector"] = {1.0};
+    doc["features"][0]["config"] = "cfg9";
+    EXPECT_EQ(error_of([&] { b.import_json(doc); }),
+              "cannot import into tuning database '" + b.path() +
+                  "': features[0]: config 'cfg9' is not in the document's configs");
+}
+
 } // namespace
 } // namespace kiln::tuning_db
