@@ -488,7 +488,7 @@ void Tuner::start_builds() {
             continue;
         }
         s.state = Slot::State::building;
-        s.set_deadline("compiling", opt.compile_timeout_s);
+        s.set_deadline(Slot::Phase::compiling, opt.compile_timeout_s);
     }
 }
 
@@ -503,7 +503,7 @@ void Tuner::start_measure() {
         return;
     }
     next->state = Slot::State::measuring;
-    next->set_deadline("first run", run_deadline_s());
+    next->set_deadline(Slot::Phase::first_run, run_deadline_s());
 }
 
 void Tuner::handle_line(Slot &s, const std::string &line) {
@@ -517,10 +517,11 @@ void Tuner::handle_line(Slot &s, const std::string &line) {
         std::string ev = j["event"].get<std::string>();
         if (ev == "ran") {
             s.first_ms = j.value("first_ms", 0.0);
-            s.set_deadline("comparing with the reference", opt.compile_timeout_s);
+            s.set_deadline(Slot::Phase::checking, opt.compile_timeout_s);
         } else if (ev == "checked") {
             // The worker times for up to 4 x min_time_ms while its samples do not settle.
-            s.set_deadline("timing", 2 * (4 * opt.min_time_ms + 10 * s.first_ms) / 1000.0 + 5);
+            s.set_deadline(Slot::Phase::timing,
+                           2 * (4 * opt.min_time_ms + 10 * s.first_ms) / 1000.0 + 5);
             pool->pause_builders(); // nothing compiles while the candidate is timed
         }
         return;
@@ -576,9 +577,10 @@ void Tuner::handle_death(Slot &s) {
 void Tuner::handle_timeout(Slot &s) {
     s.worker->kill();
     char buf[240];
-    std::snprintf(buf, sizeof buf, "no answer while %s within %.3g s", s.phase.c_str(), s.limit_s);
+    std::snprintf(buf, sizeof buf, "no answer while %s within %.3g s", Slot::phase_name(s.phase),
+                  s.limit_s);
     std::string msg = buf;
-    if (s.phase == "first run")
+    if (s.phase == Slot::Phase::first_run)
         msg += " (the limit is max(--timeout, 20 x the best time), or --first-timeout before any "
                "candidate succeeded)";
     record(s.cand, Status::timeout, {}, 0, 0, s.compile_ms, msg);

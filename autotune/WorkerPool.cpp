@@ -10,7 +10,21 @@
 
 namespace kiln::autotune {
 
-void Slot::set_deadline(const std::string &what, double seconds) {
+const char *Slot::phase_name(Phase p) {
+    switch (p) {
+    case Phase::compiling:
+        return "compiling";
+    case Phase::first_run:
+        return "first run";
+    case Phase::checking:
+        return "comparing with the reference";
+    case Phase::timing:
+        return "timing";
+    }
+    return "?";
+}
+
+void Slot::set_deadline(Phase what, double seconds) {
     phase = what;
     limit_s = seconds;
     deadline = Clock::now() +
@@ -55,7 +69,7 @@ void WorkerPool::mark_built(Slot &s) {
 
 bool WorkerPool::timing() const {
     return std::any_of(slots_.begin(), slots_.end(), [](const Slot &s) {
-        return s.state == Slot::State::measuring && s.phase == "timing";
+        return s.state == Slot::State::measuring && s.phase == Slot::Phase::timing;
     });
 }
 

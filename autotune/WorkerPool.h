@@ -38,14 +38,19 @@ struct Slot {
     Clock::time_point deadline;
     double compile_ms = 0, first_ms = 0;
     int64_t built_order = 0;
-    std::string phase;  ///< what the deadline guards, for timeout messages
+    /// What the deadline guards: the worker compiling the candidate, its first run, the
+    /// comparison with the reference, the timing loop.
+    enum class Phase { compiling, first_run, checking, timing } phase = Phase::compiling;
     double limit_s = 0; ///< the length of that deadline
     /// Stopped (SIGSTOP) while another candidate is timed, since then; its deadline does not run.
     std::optional<Clock::time_point> paused_since;
 
     /// Building or measuring: a deadline is running.
     bool busy() const { return state == State::building || state == State::measuring; }
-    void set_deadline(const std::string &what, double seconds);
+    void set_deadline(Phase what, double seconds);
+    /// The phase as a timeout message says it: "compiling", "first run", "comparing with the
+    /// reference", "timing".
+    static const char *phase_name(Phase p);
 };
 
 class WorkerPool {
@@ -66,7 +71,7 @@ public:
     Slot *next_to_measure();
     /// Marks the slot built, numbering it in build order (next_to_measure takes the oldest).
     void mark_built(Slot &s);
-    /// Whether a slot is in the timing loop of a measurement (its phase is "timing").
+    /// Whether a slot is in the timing loop of a measurement (Phase::timing).
     bool timing() const;
     /// Measurement hygiene: stops (SIGSTOP) every worker that is building, so that no compile
     /// shares the cores with the candidate being timed; resume_builders continues them

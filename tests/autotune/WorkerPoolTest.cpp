@@ -37,9 +37,9 @@ TEST(WorkerPool, BuildersStandStillWhileACandidateIsTimed) {
     ASSERT_EQ(pool.slots().size(), 2u);
     Slot &builder = pool.slots()[0], &timed = pool.slots()[1];
     builder.state = Slot::State::building;
-    builder.set_deadline("compiling", 0.2);
+    builder.set_deadline(Slot::Phase::compiling, 0.2);
     timed.state = Slot::State::measuring;
-    timed.set_deadline("timing", 60);
+    timed.set_deadline(Slot::Phase::timing, 60);
     EXPECT_TRUE(pool.timing());
     auto deadline = builder.deadline;
 
