@@ -4,6 +4,7 @@
 // user's (tests/autotune/generators/TestGenerators.cpp, also linked into this test).
 #include <gtest/gtest.h>
 
+#include "tests/autotune/KilnProcess.h"
 #include "tests/autotune/TempDir.h"
 
 #include <fcntl.h>
@@ -29,8 +30,6 @@
 #include "runtime/kiln_runtime.h"
 #include "schedule/ScheduleTrace.h"
 #include "tuning_db/TuningDB.h"
-
-extern char **environ;
 
 using namespace kiln;
 using namespace kiln::autotune;
@@ -419,21 +418,12 @@ TEST(GeneratorTune, StoppedBySigtermTheRunResumes) {
     TempDir dir;
     std::string db = dir / "k.db", log = dir / "log";
     std::string args = tune_generator("brighten", db, "--shape 256x64 --trials 1000");
-    std::vector<std::string> words{KILN_CLI_PATH};
+    std::vector<std::string> words;
     std::istringstream split(args);
     for (std::string w; split >> w;)
         words.push_back(w);
-    std::vector<char *> argv;
-    for (std::string &w : words)
-        argv.push_back(w.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid = -1;
-    ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
+    pid_t pid = autotune_test::spawn_kiln(words, log);
+    ASSERT_GT(pid, 0);
     // Wait (at most 120 s: a deadline, not a timing gate) for a few measurements.
     int64_t rows = 0;
     int status = 0;
