@@ -39,6 +39,11 @@ public:
     double outer_parallel_extent = 0, alloc_bytes = 0;
     int allocations = 0, depth = 0, max_depth = 0;
 
+    /// The kernels the host code launches (LoweredFunc::kernels), and what the launches add up to.
+    const std::vector<DeviceKernel> *kernels = nullptr;
+    int launches = 0, max_threads = 0;
+    double gpu_blocks = 0, max_shared = 0;
+
     /// The value of e when the known constants make it one: the simplifier decides, with the IR's
     /// own (Euclidean) division.
     std::optional<int64_t> eval(const Expr &e) const {
@@ -130,10 +135,41 @@ protected:
     KILN_ARITH(Max)
 #undef KILN_ARITH
     void visit(const Call *op) override {
+        if (op->name == intrinsic::gpu_launch && kernels) {
+            launch(op);
+            return;
+        }
         if (op->name == "fma") count(op->type, false, false);
         count(op->type, false, false);
         IRVisitor::visit(op);
     }
+    /// A kernel launch: gpu_launch(kernel index, blocks x, y, z, ...). The kernel's body runs
+    /// once per thread of every block, so its counts are multiplied by blocks x threads.
+    void launch(const Call *op) {
+        std::optional<int64_t> index = op->args.empty() ? std::nullopt : eval(op->args[0]);
+        if (!index || *index < 0 || size_t(*index) >= kernels->size()) return;
+        const DeviceKernel &k = (*kernels)[size_t(*index)];
+        double blocks = 1;
+        for (size_t d = 1; d <= 3 && d < op->args.size(); d++)
+            blocks *= double(eval(op->args[d]).value_or(int64_t(unknown)));
+        const int threads = k.threads[0] * k.threads[1] * k.threads[2];
+        launches++;
+        gpu_blocks += blocks;
+        max_threads = std::max(max_threads, threads);
+        max_shared = std::max(max_shared, double(k.shared_bytes));
+        frames.push_back(Frame{});
+        include(k.body);
+        Frame body = frames.back();
+        frames.pop_back();
+        const double runs = blocks * threads;
+        Frame &parent = frames.back();
+        parent.load_bytes += body.load_bytes * runs;
+        parent.store_bytes += body.store_bytes * runs;
+        parent.flops += body.flops * runs;
+        parent.int_ops += body.int_ops * runs;
+        parent.height = std::max(parent.height, body.height);
+    }
+
     void visit(const Allocate *op) override {
         double n = double(op->type.bytes()) * op->type.lanes;
         for (const Expr &e : op->extents)
@@ -184,10 +220,26 @@ const std::vector<std::string> &feature_names() {
             n.push_back("log2_extent_level" + std::to_string(l));
         for (int l = 0; l < levels; l++)
             n.push_back("log2_bytes_level" + std::to_string(l));
-        for (const char *s : {"vector_lanes", "log2_load_bytes", "log2_store_bytes", "log2_flops",
-                              "log2_int_ops", "arithmetic_intensity", "loops", "max_depth",
-                              "parallel_loops", "log2_parallel_extent", "unrolled_loops",
-                              "vector_loops", "allocations", "log2_alloc_bytes"})
+        for (const char *s : {"vector_lanes",
+                              "log2_load_bytes",
+                              "log2_store_bytes",
+                              "log2_flops",
+                              "log2_int_ops",
+                              "arithmetic_intensity",
+                              "loops",
+                              "max_depth",
+                              "parallel_loops",
+                              "log2_parallel_extent",
+                              "unrolled_loops",
+                              "vector_loops",
+                              "allocations",
+                              "log2_alloc_bytes",
+                              "gpu_launches",
+                              "log2_gpu_blocks",
+                              "gpu_threads_per_block",
+                              "gpu_warps_per_block",
+                              "log2_gpu_shared_bytes",
+                              "gpu_occupancy"})
             n.push_back(s);
         return n;
     }();
@@ -230,6 +282,7 @@ std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::Operator
             stride *= int(inst.output_extents[d]);
         }
     }
+    a.kernels = &f.kernels;
     a.include(f.body);
     if (failed_check) *failed_check = a.failed_check;
     const Analysis::Frame &top = a.frames.front();
@@ -253,6 +306,21 @@ std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::Operator
     v.push_back(float(a.vector_loops));
     v.push_back(float(a.allocations));
     v.push_back(lg(a.alloc_bytes));
+    // GPU kernels (zeros for a CPU pipeline). The occupancy is that of a nominal multiprocessor
+    // (2048 resident threads, 32 blocks, 100 KiB of shared memory), not of a given device: a
+    // ranking feature, where the share of resident threads is what matters.
+    v.push_back(float(a.launches));
+    v.push_back(lg(a.gpu_blocks));
+    v.push_back(float(a.max_threads));
+    v.push_back(float((a.max_threads + 31) / 32));
+    v.push_back(lg(a.max_shared));
+    double occupancy = 0;
+    if (a.max_threads > 0) {
+        double per_sm = std::min(32.0, std::floor(2048.0 / a.max_threads));
+        if (a.max_shared > 0) per_sm = std::min(per_sm, std::floor(102400.0 / a.max_shared));
+        occupancy = std::min(1.0, per_sm * a.max_threads / 2048.0);
+    }
+    v.push_back(float(occupancy));
     return v;
 }
 

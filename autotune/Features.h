@@ -25,7 +25,9 @@ std::string feature_version();
 /// The features of f, lowered from `inst` (whose input data and output extents give the
 /// buffer shapes): log2-scaled loop extents of the four innermost loop levels, vector width,
 /// bytes loaded and stored per iteration of each of those levels, float operations, arithmetic
-/// intensity, parallel and unrolled loop counts, allocation sizes. With `failed_check`, also
+/// intensity, parallel and unrolled loop counts, allocation sizes; for GPU kernels, their work
+/// (each body counted once per thread of every block launched), launches, blocks, threads and
+/// warps per block, shared memory and the occupancy of a nominal multiprocessor. With `failed_check`, also
 /// the message (values filled in) of the first check outside every loop that these shapes make
 /// fail, e.g. "... the schedule needs [-3588, 7935] but the buffer covers [0, 4095]": a run
 /// would fail there whatever the data, so the tuner need not measure it to know.

@@ -17,6 +17,7 @@
 
 #include "autotune/AutoSpace.h"
 #include "autotune/Emit.h"
+#include "autotune/Features.h"
 #include "autotune/Templates.h"
 #include "autotune/Tuner.h"
 #include "codegen/CodeGenDevice.h"
@@ -521,3 +522,51 @@ TEST(GPUTune, Matmul64OnOpenCL) {
 }
 
 } // namespace
+
+TEST(GPUTune, TheCostModelsFeaturesSeeInsideTheKernels) {
+    // The features of a GPU schedule count what its kernels do (each body once per thread of
+    // every block) and describe the launch; a CPU schedule's GPU features are zero. Lowering needs
+    // no device.
+    const apps::Operator &op = apps::find_operator("matmul");
+    std::vector<int64_t> shape = {64, 96, 32};
+    SearchSpace space = *gpu_template_space(op, shape, GpuLimits{});
+    Config config = space.from_json({{"tile_j", 32},
+                                     {"tile_i", 16},
+                                     {"out_j", 4},
+                                     {"out_i", 2},
+                                     {"k_step", 8},
+                                     {"b_shared", true},
+                                     {"vec", 1}});
+    ASSERT_TRUE(space.valid(config));
+    apps::OperatorInstance inst = op.make(shape);
+    space.apply(inst, config);
+    LoweredFunc lowered = inst.pipeline().lower();
+    ASSERT_FALSE(lowered.kernels.empty());
+    const DeviceKernel &k = lowered.kernels[0];
+    std::vector<float> f = loop_nest_features(lowered, inst);
+    auto at = [&](const std::string &name) {
+        const std::vector<std::string> &names = feature_names();
+        return f[size_t(std::find(names.begin(), names.end(), name) - names.begin())];
+    };
+    ASSERT_EQ(f.size(), feature_names().size());
+    EXPECT_EQ(at("gpu_launches"), float(lowered.kernels.size()));
+    EXPECT_EQ(at("gpu_threads_per_block"), float(k.threads[0] * k.threads[1] * k.threads[2]));
+    EXPECT_EQ(at("gpu_threads_per_block"), 8.0f * 8.0f); // 32 / 4 by 16 / 2
+    EXPECT_GT(at("log2_gpu_blocks"), 0.0f);
+    EXPECT_GT(at("log2_gpu_shared_bytes"), 0.0f); // B is staged in shared memory
+    EXPECT_GT(at("gpu_occupancy"), 0.0f);
+    EXPECT_LE(at("gpu_occupancy"), 1.0f);
+    // 2 M N K flops (an fma counts two) happen inside the kernel.
+    const float flops = std::log2(2.0f * 64 * 96 * 32);
+    EXPECT_GE(at("log2_flops"), flops - 1) << "the kernel's work is not counted";
+
+    apps::OperatorInstance cpu = op.make(shape);
+    op.hand_schedule(cpu, Target::host());
+    std::vector<float> g = loop_nest_features(cpu.pipeline().lower(), cpu);
+    for (const char *name : {"gpu_launches", "log2_gpu_blocks", "gpu_threads_per_block",
+                             "gpu_warps_per_block", "log2_gpu_shared_bytes", "gpu_occupancy"}) {
+        const std::vector<std::string> &names = feature_names();
+        EXPECT_EQ(g[size_t(std::find(names.begin(), names.end(), name) - names.begin())], 0.0f)
+            << name;
+    }
+}
