@@ -312,7 +312,7 @@ std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::Operator
     v.push_back(float(a.launches));
     v.push_back(lg(a.gpu_blocks));
     v.push_back(float(a.max_threads));
-    v.push_back(float((a.max_threads + 31) / 32));
+    v.push_back(float(std::ceil(a.max_threads / 32.0)));
     v.push_back(lg(a.max_shared));
     double occupancy = 0;
     if (a.max_threads > 0) {
