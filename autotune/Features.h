@@ -27,10 +27,10 @@ std::string feature_version();
 /// bytes loaded and stored per iteration of each of those levels, float operations, arithmetic
 /// intensity, parallel and unrolled loop counts, allocation sizes; for GPU kernels, their work
 /// (each body counted once per thread of every block launched), launches, blocks, threads and
-/// warps per block, shared memory and the occupancy of a nominal multiprocessor. With `failed_check`, also
-/// the message (values filled in) of the first check outside every loop that these shapes make
-/// fail, e.g. "... the schedule needs [-3588, 7935] but the buffer covers [0, 4095]": a run
-/// would fail there whatever the data, so the tuner need not measure it to know.
+/// warps per block, shared memory and the occupancy of a nominal multiprocessor. With
+/// `failed_check`, also the message (values filled in) of the first check outside every loop that
+/// these shapes make fail, e.g. "... the schedule needs [-3588, 7935] but the buffer covers [0,
+/// 4095]": a run would fail there whatever the data, so the tuner need not measure it to know.
 std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::OperatorInstance &inst,
                                       std::optional<std::string> *failed_check = nullptr);
 
