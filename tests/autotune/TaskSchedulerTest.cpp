@@ -272,6 +272,7 @@ TEST(TaskScheduler, TheCommandLineRefusesAJobItCannotRunWithOneLine) {
     {
         std::ofstream f(tasks);
         f << R"([{"op": "blur", "shape": "64x48", "weight": 0}])";
+        std::ofstream(dir / "broken.json") << "[x";
     }
     std::vector<std::pair<std::vector<std::string>, std::string>> cases{
         {{"tune"},
@@ -285,6 +286,12 @@ TEST(TaskScheduler, TheCommandLineRefusesAJobItCannotRunWithOneLine) {
          "kiln: --tasks " + tasks + ": task 1: \"weight\" must be a positive number, not 0\n"},
         {{"tune", "--tasks", dir / "none.json"},
          "kiln: --tasks " + dir / "none.json" + ": cannot read the file\n"},
+        {{"tune", "--tasks", dir / "broken.json"},
+         "kiln: --tasks " + dir / "broken.json" +
+             ": not JSON: [json.exception.parse_error.101] parse error at line 1, column 2: "
+             "syntax error while parsing value - invalid literal; last read: '[x'\n"},
+        {{"tune", "--tasks", tasks, "--simulate"},
+         "kiln: --simulate replays one operator; drop --tasks\n"},
         {{"tune", "--tasks", tasks, "--generator", "/bin/true"},
          "kiln: --tasks " + tasks +
              ": a job's tasks are built-in operators; tune a generator with kiln tune "
