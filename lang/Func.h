@@ -2,8 +2,11 @@
 // definitions. `f(x, y) = ...` defines it; `f(x, y) += ...`, `f(r.x) = max(f(r.x), ...)` update it.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lang/Buffer.h"
@@ -257,6 +260,16 @@ public:
     /// time for outputs), fixing the loop bounds.
     Func &bound(const Var &var, int min, int extent);
     Func &store_in(MemoryType memory_type);
+
+    /// The region an output is expected to be computed over, as in Halide: not a schedule and
+    /// no promise (unlike bound), but what a tuner sizes the output with when the shape it tunes
+    /// is not the output's extents (a generator declaring GeneratorContext::shape). CompileError
+    /// for a variable that is not a dimension or an extent below 1.
+    Func &set_estimate(const Var &var, int64_t min, int64_t extent);
+    /// One (min, extent) per dimension, dimension 0 first.
+    Func &set_estimates(const std::vector<std::pair<int64_t, int64_t>> &region);
+    /// The estimate of each dimension, dimension 0 first; nullopt where none was given.
+    std::vector<std::optional<std::pair<int64_t, int64_t>>> estimates() const;
 
     /// The scheduling calls made on this Func so far.
     const std::vector<Directive> &directives() const { return contents->directives; }

@@ -3,6 +3,7 @@
 // rfactor is the exception: it rewrites the algorithm (as in Halide), so it is done here.
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <optional>
 
 #include "lang/Error.h"
@@ -731,6 +732,45 @@ Func &Func::bound(const Var &var, int min, int extent) {
     }
     record_func_level(contents, Primitive::bound, {var}, {min, extent}, "", "");
     return *this;
+}
+
+Func &Func::set_estimate(const Var &var, int64_t min, int64_t extent) {
+    if (std::find(args().begin(), args().end(), var.name()) == args().end()) {
+        std::string legal;
+        for (const std::string &a : args())
+            legal += (legal.empty() ? "" : ", ") + a;
+        user_error("set_estimate: '", var.name(), "' is not a dimension of '", name(),
+                   "'; its dimensions are ", legal);
+    }
+    if (extent < 1 || extent > INT32_MAX || min < INT32_MIN || min > INT32_MAX - extent) {
+        user_error("set_estimate: the estimate of '", var.name(), "' in '", name(), "' is min ",
+                   min, " extent ", extent,
+                   "; give an extent of at least 1 and a region inside "
+                   "32-bit coordinates");
+    }
+    contents->estimates[var.name()] = {min, extent};
+    return *this;
+}
+
+Func &Func::set_estimates(const std::vector<std::pair<int64_t, int64_t>> &region) {
+    if (region.size() != args().size()) {
+        user_error("set_estimates: '", name(), "' has ", args().size(), " dimensions, but ",
+                   region.size(), " estimates were given; give one {min, extent} per dimension");
+    }
+    for (size_t d = 0; d < region.size(); d++)
+        set_estimate(Var(args()[d]), region[d].first, region[d].second);
+    return *this;
+}
+
+std::vector<std::optional<std::pair<int64_t, int64_t>>> Func::estimates() const {
+    std::vector<std::optional<std::pair<int64_t, int64_t>>> r;
+    for (const std::string &a : args()) {
+        auto it = contents->estimates.find(a);
+        r.push_back(it == contents->estimates.end()
+                        ? std::nullopt
+                        : std::optional<std::pair<int64_t, int64_t>>(it->second));
+    }
+    return r;
 }
 
 Func &Func::store_in(MemoryType memory_type) {

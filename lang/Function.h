@@ -2,6 +2,7 @@
 // Func (Func.h) is the user-facing handle; passes and the reference evaluator read this.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ struct FunctionContents {
     std::vector<Definition> original_updates;
     bool updates_rewritten = false;
     bool made_by_rfactor = false; ///< an intermediate created by a schedule, not the user
+    /// Func::set_estimate: the region a tuner computes this output over, by pure variable name
+    /// (min, extent). Not a schedule and not part of the algorithm's hash.
+    std::map<std::string, std::pair<int64_t, int64_t>> estimates;
 
     bool has_pure_definition() const { return !init.values.empty(); }
     int dimensions() const { return int(args.size()); }

@@ -1,6 +1,7 @@
 #include "lang/Param.h"
 
 #include <atomic>
+#include <cstdint>
 
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
@@ -45,6 +46,31 @@ ImageParam::ImageParam(Type t, int dimensions, const std::string &name)
         user_error("dimensions of ImageParam '", contents->name, "' must be in [0, 8], got ",
                    dimensions);
     }
+}
+
+ImageParam &ImageParam::set_estimate(int dim, int64_t min, int64_t extent) {
+    if (dim < 0 || dim >= dimensions()) {
+        user_error("set_estimate: ImageParam '", name(), "' has ", dimensions(),
+                   " dimensions, so there is no dimension ", dim, "; give 0..", dimensions() - 1);
+    }
+    if (extent < 1 || extent > INT32_MAX || min < INT32_MIN || min > INT32_MAX - extent) {
+        user_error("set_estimate: the estimate of dimension ", dim, " of ImageParam '", name(),
+                   "' is min ", min, " extent ", extent,
+                   "; give an extent of at least 1 and a region inside 32-bit coordinates");
+    }
+    contents->estimates[dim] = {min, extent};
+    return *this;
+}
+
+ImageParam &ImageParam::set_estimates(const std::vector<std::pair<int64_t, int64_t>> &region) {
+    if (int(region.size()) != dimensions()) {
+        user_error("set_estimates: ImageParam '", name(), "' has ", dimensions(),
+                   " dimensions, but ", region.size(),
+                   " estimates were given; give one {min, extent} per dimension");
+    }
+    for (size_t d = 0; d < region.size(); d++)
+        set_estimate(int(d), region[d].first, region[d].second);
+    return *this;
 }
 
 void ImageParam::set(const BufferBase &b) {

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lang/Buffer.h"
@@ -25,6 +27,8 @@ struct ParameterContents {
     /// Creation order in this process (1, 2, ...): a pipeline's default argument order is the
     /// order in which its ImageParams and Params were declared. Copies share the contents.
     uint64_t serial = 0;
+    /// ImageParam::set_estimate: the (min, extent) a tuner sizes this image with, by dimension.
+    std::map<int, std::pair<int64_t, int64_t>> estimates;
 };
 
 /// Names of the symbols that describe an image parameter's shape in algorithms and lowered code.
@@ -66,6 +70,14 @@ public:
     /// Binds a buffer for evaluation; its type and dimensionality must match.
     void set(const BufferBase &b);
     const BufferBase &get() const { return contents->buffer; }
+
+    /// The region of dimension `dim` the pipeline is expected to be given, as in Halide: what a
+    /// tuner allocates for this input, where the region the output reads does not say (an
+    /// RDom over the input's own extent). CompileError naming the image for a dimension out of
+    /// range or an extent below 1.
+    ImageParam &set_estimate(int dim, int64_t min, int64_t extent);
+    /// One (min, extent) per dimension, dimension 0 first.
+    ImageParam &set_estimates(const std::vector<std::pair<int64_t, int64_t>> &region);
 
     /// A call at the given coordinates.
     Expr call(const std::vector<Expr> &args) const;

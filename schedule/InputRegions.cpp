@@ -79,6 +79,11 @@ std::vector<InputRegion> input_regions(const std::vector<Func> &outputs,
             fixed[a.name] = a.param->scalar_value;
         } else if (a.param) {
             images.insert(a.name);
+            // An estimated dimension is what it says, for this image's reads and the others'.
+            for (const auto &[d, est] : a.param->estimates) {
+                fixed[buffer_min_name(a.name, d)] = Expr(int32_t(est.first));
+                fixed[buffer_extent_name(a.name, d)] = Expr(int32_t(est.second));
+            }
         }
     }
     std::map<std::string, Box> boxes = boxes_touched(s, images, {});
@@ -91,11 +96,18 @@ std::vector<InputRegion> input_regions(const std::vector<Func> &outputs,
         if (a.kind == LoweredArgument::Buffer) {
             const Box &box = boxes[a.name];
             for (int d = 0; d < a.dimensions; d++) {
+                auto estimate = a.param->estimates.find(d);
+                if (estimate != a.param->estimates.end()) {
+                    r.mins.push_back(estimate->second.first);
+                    r.extents.push_back(estimate->second.second);
+                    continue;
+                }
                 // First without the input's own shape (it is what we are computing); then, for a
                 // read that depends on it (a flip: in(in.width() - 1 - x)), with the input as
                 // large as the output in that dimension, if the read then stays inside.
                 std::map<std::string, Expr> at = fixed;
                 for (int e = 0; e < a.dimensions; e++) {
+                    if (a.param->estimates.count(e)) continue;
                     at[buffer_min_name(a.name, e)] = Expr(int32_t(-unknown_extent / 2));
                     at[buffer_extent_name(a.name, e)] = Expr(int32_t(unknown_extent));
                 }
@@ -103,6 +115,7 @@ std::vector<InputRegion> input_regions(const std::vector<Func> &outputs,
                 if (size_t(d) < box.size()) b = constant_bounds(box[d], at);
                 if (!b && size_t(d) < box.size() && size_t(d) < extents.size()) {
                     for (int e = 0; e < a.dimensions; e++) {
+                        if (a.param->estimates.count(e)) continue;
                         int64_t guess = size_t(e) < extents.size() ? extents[e] : 1;
                         at[buffer_min_name(a.name, e)] = Expr(int32_t(0));
                         at[buffer_extent_name(a.name, e)] = Expr(int32_t(guess));

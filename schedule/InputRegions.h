@@ -29,7 +29,9 @@ std::vector<LoweredArgument> pipeline_inputs(const std::vector<Func> &outputs);
 /// lower() lists them), each image with the region read when the outputs are computed over
 /// [mins, mins + extents) (mins empty: 0). Scalar Params must have a value bound with set().
 /// A read whose coordinates depend on the input's own shape (a boundary condition's clamp) is
-/// taken without the clamp: the input then covers everything the clamp could reach. Raises
+/// taken without the clamp: the input then covers everything the clamp could reach. A dimension
+/// with an estimate (ImageParam::set_estimate) is that estimate, also where another input's
+/// reads depend on it (an RDom over this input's extent). Raises
 /// CompileError naming the input and the dimension when a read is unbounded (coordinates that
 /// depend on data) and naming the Param when a scalar has no value.
 std::vector<InputRegion> input_regions(const std::vector<Func> &outputs,

@@ -6,6 +6,7 @@
 
 #include "lang/BoundaryConditions.h"
 #include "lang/Error.h"
+#include "lang/Func.h"
 #include "lang/IROperator.h"
 #include "lang/Param.h"
 
@@ -55,6 +56,57 @@ TEST(InputRegions, AReadOfTheInputsOwnSizeFallsBackToTheOutputsExtent) {
     std::vector<InputRegion> r = input_regions({flip}, {40});
     EXPECT_EQ(r[0].mins, (std::vector<int64_t>{0}));
     EXPECT_EQ(r[0].extents, (std::vector<int64_t>{40}));
+}
+
+TEST(InputRegions, EstimatesSizeAnInputAndTheReadsThatDependOnIt) {
+    // An RDom over A's width: B's rows depend on A's size, which only its estimate gives.
+    ImageParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
+    Var j("j"), i("i");
+    RDom k(0, A.width(), "k");
+    Func C("C");
+    C(j, i) = 0.0f;
+    C(j, i) += A(k, i) * B(j, k);
+    A.set_estimate(0, 0, 24);
+    std::vector<InputRegion> r = input_regions({C}, {16, 8});
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_EQ(r[0].argument.name, "A");
+    EXPECT_EQ(r[0].extents, (std::vector<int64_t>{24, 8}));
+    EXPECT_EQ(r[1].extents, (std::vector<int64_t>{16, 24}));
+    // An estimate wins over the region read.
+    A.set_estimates({{-2, 30}, {0, 9}});
+    r = input_regions({C}, {16, 8});
+    EXPECT_EQ(r[0].mins, (std::vector<int64_t>{-2, 0}));
+    EXPECT_EQ(r[0].extents, (std::vector<int64_t>{30, 9}));
+}
+
+TEST(InputRegions, BadEstimatesNameTheFuncOrImageAndTheValue) {
+    ImageParam in(Float(32), 2, "in");
+    Func out("out");
+    Var x("x"), y("y"), z("z");
+    out(x, y) = in(x, y);
+    EXPECT_EQ(error_of([&] { out.set_estimate(z, 0, 8); }),
+              "set_estimate: 'z' is not a dimension of 'out'; its dimensions are x, y");
+    EXPECT_EQ(error_of([&] { out.set_estimate(x, 0, 0); }),
+              "set_estimate: the estimate of 'x' in 'out' is min 0 extent 0; give an extent of at "
+              "least 1 and a region inside 32-bit coordinates");
+    EXPECT_EQ(error_of([&] {
+                  out.set_estimates({{0, 8}});
+              }),
+              "set_estimates: 'out' has 2 dimensions, but 1 estimates were given; give one {min, "
+              "extent} per dimension");
+    out.set_estimates({{0, 8}, {0, 4}});
+    EXPECT_EQ(out.estimates()[1], std::make_pair(int64_t(0), int64_t(4)));
+    EXPECT_EQ(error_of([&] { in.set_estimate(2, 0, 8); }),
+              "set_estimate: ImageParam 'in' has 2 dimensions, so there is no dimension 2; give "
+              "0..1");
+    EXPECT_EQ(error_of([&] { in.set_estimate(0, 0, -3); }),
+              "set_estimate: the estimate of dimension 0 of ImageParam 'in' is min 0 extent -3; "
+              "give an extent of at least 1 and a region inside 32-bit coordinates");
+    EXPECT_EQ(error_of([&] {
+                  in.set_estimates({{0, 8}, {0, 8}, {0, 8}});
+              }),
+              "set_estimates: ImageParam 'in' has 2 dimensions, but 3 estimates were given; give "
+              "one {min, extent} per dimension");
 }
 
 TEST(InputRegions, ReadsThatDependOnDataOrUnsetParamsAreErrors) {
