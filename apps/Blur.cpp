@@ -58,15 +58,52 @@ void schedule_blur_gpu(OperatorInstance &inst) {
     blur_x.compute_at(blur_y, xo).store_in(MemoryType::GPUShared).gpu_threads(x, y);
 }
 
-void schedule_blur(OperatorInstance &inst, const Target &target) {
+// The CPU schedule, as knobs whose defaults are the hand schedule above (strips of rows), the
+// template the tuner searches: strips or tiles of the output (tile_x x tile_y; a strip is
+// tile_y rows), the vector width, where blur_x is computed, whether a tile's rows are unrolled,
+// and whether strips or tile rows run in parallel.
+void schedule_blur(OperatorInstance &inst, GeneratorContext &ctx) {
+    const Target &target = ctx.target();
     if (target.has_gpu()) return schedule_blur_gpu(inst);
-    int W = int(inst.shape[0]) - 2, H = int(inst.shape[1]) - 2;
+    const int64_t W = inst.shape[0] - 2, H = inst.shape[1] - 2;
     Type t = inst.output.output_type();
-    int vec = std::max(1, target.vector_bits / t.bits);
-    int strip = std::min(32, H);
-    Func blur_y = inst.output;
-    Var x("x"), y("y"), yo("yo"), yi("yi");
-    blur_y.split(y, yo, yi, strip).vectorize(x, std::min(vec, W)).parallel(yo);
+    const int vec = std::max(1, target.vector_bits / t.bits);
+    std::vector<int64_t> lane_values;
+    for (int l = std::max(2, vec / 2); l <= 2 * vec; l *= 2)
+        lane_values.push_back(l);
+    const bool strips = ctx.knob_choice("layout", {"strips", "tiles"}) == "strips";
+    const std::vector<int64_t> tile_x_values = powers_of_two(8, 1024);
+    const int tile_x = int(ctx.knob("tile_x", tile_x_values));
+    const int tile_y =
+        int(ctx.knob("tile_y", hand_first(std::min<int64_t>(32, H), powers_of_two(1, 128))));
+    const int lanes = int(ctx.knob("lanes", hand_first(std::min<int64_t>(vec, W), lane_values)));
+    const std::string at = ctx.knob_choice("blur_x_at", {"inline", "tile", "row", "root"});
+    const bool unroll_y = ctx.knob("unroll_y", {0, 1}) != 0;
+    const bool parallel = ctx.knob("parallel", {1, 0}) != 0;
+    ctx.constraint("tile_y <= H", tile_y <= std::max<int64_t>(H, 1));
+    ctx.constraint("tiles: lanes <= tile_x <= W; strips: tile_x at its first value",
+                   strips ? tile_x == tile_x_values[0]
+                          : lanes <= tile_x && tile_x <= std::max<int64_t>(W, 8));
+    ctx.constraint("blur_x_at tile needs tiles", !strips || at != "tile");
+    ctx.constraint("unroll_y needs tile_y <= 8", !unroll_y || tile_y <= 8);
+
+    Func blur_y = inst.output, blur_x = inst.stages[0];
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    if (strips) {
+        blur_y.split(y, yo, yi, tile_y).vectorize(x, lanes);
+    } else {
+        blur_y.tile(x, y, xo, yo, xi, yi, tile_x, tile_y).vectorize(xi, lanes);
+    }
+    if (unroll_y) blur_y.unroll(yi);
+    if (parallel) blur_y.parallel(yo);
+    if (at == "inline") return;
+    if (at == "tile") blur_x.compute_at(blur_y, xo);
+    if (at == "row") blur_x.compute_at(blur_y, yo);
+    if (at == "root") {
+        blur_x.compute_root();
+        if (parallel) blur_x.parallel(y);
+    }
+    blur_x.vectorize(x, lanes);
 }
 
 template <typename T>
@@ -105,7 +142,6 @@ Operator blur_common(const std::string &name, Type t) {
     op.shape_names = {"W", "H"};
     op.default_shape = {4096, 4096};
     op.make = [name, t](const std::vector<int64_t> &s) { return make_blur(s, t, name); };
-    op.hand_schedule = schedule_blur;
     // Bytes of the input read and the output written, once each.
     op.work = [t](const std::vector<int64_t> &s) {
         return double(t.bytes()) *
@@ -125,6 +161,7 @@ Operator blur_operator() {
     // by the float 1/3, per stage): the results are identical, up to contraction, which kiln
     // does not do by default. 1e-6 allows one ulp on values below 1.
     op.tolerance = 1e-6;
+    define_by_generator(op, schedule_blur);
     return op;
 }
 
@@ -136,6 +173,7 @@ Operator blur_u16_operator() {
     };
     // Integer arithmetic in the same order: exact.
     op.tolerance = 0;
+    define_by_generator(op, schedule_blur);
     return op;
 }
 

@@ -19,6 +19,21 @@ Operator layernorm_operator();
 Operator harris_operator();
 std::vector<Operator> test_only_operators();
 
+/// Makes `op` a generator-defined operator (Operator::generator) from its algorithm and its
+/// schedule: the generator builds `op.make`'s algorithm (without input data) at
+/// ctx.shape(op.shape_names, op.default_shape), gives the output's estimates and the inputs'
+/// order, then calls `schedule`, which declares the knobs and writes the schedule for
+/// ctx.target(). op.hand_schedule becomes schedule_from_generator. op.make, the shape names
+/// and the default shape must be set.
+using BuiltinSchedule = std::function<void(OperatorInstance &, GeneratorContext &)>;
+void define_by_generator(Operator &op, const BuiltinSchedule &schedule);
+
+/// The values of a knob whose default is the hand schedule's: `hand` first, then the others of
+/// `values` in order.
+std::vector<int64_t> hand_first(int64_t hand, const std::vector<int64_t> &values);
+/// lo, 2 lo, ... up to hi.
+std::vector<int64_t> powers_of_two(int64_t lo, int64_t hi);
+
 /// A row reduction written for vector hardware: total(y) reduces value(x, y) over x in [0, n).
 /// partial(l, y) reduces the elements x = l + lanes * b for the full blocks b < n / lanes (so a
 /// schedule can vectorize l and keep several accumulators), total combines the lanes, then the

@@ -73,36 +73,61 @@ void schedule_conv2d_gpu(OperatorInstance &inst) {
                            VarOrRVar("r.z", true));
 }
 
-void schedule_conv2d(OperatorInstance &inst, const Target &target) {
+// The CPU schedule, as knobs whose defaults are the hand schedule, the template the tuner
+// searches: the tile of output channels and its vector width, the pixel tile, where conv is
+// computed, what is unrolled, and whether rows run in parallel.
+void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
+    const Target &target = ctx.target();
     if (target.has_gpu()) return schedule_conv2d_gpu(inst);
-    int CO = int(inst.shape[1]), W = int(inst.shape[3]);
-    int vec = std::max(1, target.vector_bits / 32);
-    int tile_co = 2 * vec, tile_x = 8;
-    while (tile_co > 1 && tile_co > CO)
-        tile_co /= 2;
-    while (tile_x > 1 && tile_x > W)
-        tile_x /= 2;
-    int lanes = std::min(vec, tile_co);
+    const int64_t CO = inst.shape[1], W = inst.shape[3];
+    const int vec = std::max(1, target.vector_bits / 32);
+    int64_t hand_co = int64_t(2) * vec, hand_x = 8;
+    while (hand_co > 1 && hand_co > CO)
+        hand_co /= 2;
+    while (hand_x > 1 && hand_x > W)
+        hand_x /= 2;
+    const int lanes =
+        int(ctx.knob("lanes", hand_first(std::min<int64_t>(vec, hand_co), {4, 8, 16})));
+    const int tile_co = int(ctx.knob("tile_co", hand_first(hand_co, powers_of_two(4, 64))));
+    const int tile_x = int(ctx.knob("tile_x", hand_first(hand_x, {1, 2, 4, 6, 8, 12, 16})));
+    const std::string conv_at = ctx.knob_choice("conv_at", {"xo", "y"});
+    const bool unroll_x = ctx.knob("unroll_x", {1, 0}) != 0;
+    const bool unroll_rx = ctx.knob("unroll_rx", {1, 0}) != 0;
+    const bool parallel = ctx.knob("parallel", {1, 0}) != 0;
+    ctx.constraint("lanes <= natural vector width (" + std::to_string(vec) + ")",
+                   lanes <= std::max(4, vec));
+    ctx.constraint("tile_co is a multiple of lanes and <= C_out",
+                   tile_co % lanes == 0 && tile_co <= std::max<int64_t>(CO, hand_co));
+    ctx.constraint("tile_x <= W", tile_x <= W);
+    ctx.constraint("tile_co / lanes * tile_x <= 32 accumulators", tile_co / lanes * tile_x <= 32);
+    ctx.constraint("conv_at y needs no unroll_x (the row is not a constant)",
+                   conv_at == "xo" || !unroll_x);
+
     Func out = inst.output, padded = inst.stages[0], w_packed = inst.stages[1],
          conv = inst.stages[2];
-    Var x("x"), y("y"), c("c"), co("co"), xo("xo"), xi("xi"), coo("coo"), coi("coi"), cv("cv");
+    Var x("x"), y("y"), co("co"), xo("xo"), xi("xi"), coo("coo"), coi("coi"), cv("cv");
     out.split(co, coo, coi, tile_co)
         .split(x, xo, xi, tile_x)
         .reorder(coi, xi, xo, y, coo)
-        .vectorize(coi, lanes)
-        .parallel(y);
+        .vectorize(coi, lanes);
+    if (parallel) out.parallel(y);
     padded.compute_root().vectorize(x, vec);
     w_packed.compute_root().vectorize(co, lanes);
-    conv.compute_at(out, xo).reorder_storage(co, x, y).reorder(co, x, y).vectorize(co, lanes);
-    // RoundUp: conv's region is exactly tile_co channels, a multiple of the vector: no guard.
-    conv.update(0)
-        .split(co, co, cv, lanes, TailStrategy::RoundUp)
+    conv.compute_at(out, conv_at == "xo" ? xo : y)
+        .reorder_storage(co, x, y)
+        .reorder(co, x, y)
+        .vectorize(co, lanes);
+    // The reduction's own loops keep their order (r.x innermost): another order would sum the
+    // products in another order. RoundUp: conv's region is exactly tile_co channels, a multiple
+    // of the vector: no guard.
+    Stage up = conv.update(0);
+    up.split(co, co, cv, lanes, TailStrategy::RoundUp)
         .reorder(cv, co, x, y, VarOrRVar("r.x", true), VarOrRVar("r.y", true),
                  VarOrRVar("r.z", true))
         .vectorize(cv)
-        .unroll(co)
-        .unroll(x)
-        .unroll(VarOrRVar("r.x", true));
+        .unroll(co);
+    if (unroll_x) up.unroll(x);
+    if (unroll_rx) up.unroll(VarOrRVar("r.x", true));
 }
 
 BufferBase reference_conv2d(const OperatorInstance &inst) {
@@ -142,7 +167,6 @@ Operator conv2d_operator() {
     op.shape_names = {"C_in", "C_out", "H", "W"};
     op.default_shape = {64, 64, 56, 56};
     op.make = make_conv2d;
-    op.hand_schedule = schedule_conv2d;
     op.reference = reference_conv2d;
     op.work = [](const std::vector<int64_t> &s) {
         return 2.0 * 9.0 * double(s[0]) * double(s[1]) * double(s[2]) * double(s[3]);
@@ -152,6 +176,7 @@ Operator conv2d_operator() {
     // rounding error grows like eps * sqrt(9 C_in) * |partial sums|, ~1e-5 at C_in = 64 and
     // ~1e-4 at C_in = 512; 1e-3 keeps margin while a missed tap or channel is off by O(0.1).
     op.tolerance = 1e-3;
+    define_by_generator(op, schedule_conv2d);
     return op;
 }
 

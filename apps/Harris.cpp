@@ -52,7 +52,8 @@ OperatorInstance make_harris(const std::vector<int64_t> &shape) {
 // As Halide's harris schedule: tiles of 256 x 32 outputs, bands of tiles in parallel; gray, Ix
 // and Iy are computed per tile (260 x 36 and 258 x 34 floats, ~110 KB: L2) and the products and
 // box sums are inlined into the output. Everything is vectorized across x.
-void schedule_harris(OperatorInstance &inst, const Target &target) {
+void schedule_harris(OperatorInstance &inst, GeneratorContext &ctx) {
+    const Target &target = ctx.target();
     int W = int(inst.shape[0]) - 4, H = int(inst.shape[1]) - 4;
     int vec = std::max(1, target.vector_bits / 32);
     int tile_x = 256, tile_y = 32;
@@ -122,7 +123,6 @@ Operator harris_operator() {
     op.shape_names = {"W", "H"};
     op.default_shape = {4096, 4096};
     op.make = make_harris;
-    op.hand_schedule = schedule_harris;
     op.reference = reference_harris;
     // Bytes of the RGB input read and the output written.
     op.work = [](const std::vector<int64_t> &s) {
@@ -136,6 +136,7 @@ Operator harris_operator() {
     // det by an ulp (~1e-7 of sxx * syy), which the subtraction can magnify to ~1e-4 relative
     // where the image is flat; 1e-3 allows that and still catches a wrong tap (off by O(1)).
     op.tolerance = 1e-3;
+    define_by_generator(op, schedule_harris);
     return op;
 }
 

@@ -47,7 +47,8 @@ OperatorInstance make_layernorm(const std::vector<int64_t> &shape) {
 
 // One row per parallel iteration: its 16 KB stay in L1 for the three passes (sum, centred
 // squares, output). The reductions keep four zmm accumulators.
-void schedule_layernorm(OperatorInstance &inst, const Target &target) {
+void schedule_layernorm(OperatorInstance &inst, GeneratorContext &ctx) {
+    const Target &target = ctx.target();
     if (target.has_gpu()) return schedule_row_reductions_gpu(inst, {0, 3}, {1, 2, 4, 5}, -1);
     int N = int(inst.shape[1]);
     int vec = std::max(1, target.vector_bits / 32);
@@ -100,7 +101,6 @@ Operator layernorm_operator() {
     op.shape_names = {"M", "N"};
     op.default_shape = {4096, 4096};
     op.make = make_layernorm;
-    op.hand_schedule = schedule_layernorm;
     op.reference = reference_layernorm;
     // One read and one write of the matrix (gamma and beta are small and stay in cache).
     op.work = [](const std::vector<int64_t> &s) { return 2.0 * 4.0 * double(s[0]) * double(s[1]); };
@@ -110,6 +110,7 @@ Operator layernorm_operator() {
     // (~4e-6 at N = 4096), the rest is a handful of float roundings: errors of ~1e-5 on values
     // up to ~3, so 1e-4 has margin while a wrong mean, variance or column is off by 1e-2 or more.
     op.tolerance = 1e-4;
+    define_by_generator(op, schedule_layernorm);
     return op;
 }
 

@@ -83,33 +83,71 @@ void schedule_matmul_gpu(OperatorInstance &inst) {
         .gpu_threads(jt, kv);
 }
 
-void schedule_matmul(OperatorInstance &inst, const Target &target) {
+// The CPU schedule, as knobs whose defaults are the hand schedule, the template the tuner
+// searches: the tile of C (tile_j x tile_i, lanes wide vectors), which of the two outer loops is
+// inner, where the panel of B and the tile of sums are computed, the unrolling of k and of the
+// tile's rows, and whether the column blocks run in parallel.
+void schedule_matmul(OperatorInstance &inst, GeneratorContext &ctx) {
+    const Target &target = ctx.target();
     if (target.has_gpu()) return schedule_matmul_gpu(inst);
-    int M = int(inst.shape[0]), N = int(inst.shape[1]);
-    int vec = std::max(1, target.vector_bits / 32);
-    int tile_j = 2 * vec, tile_i = 8;
-    while (tile_j > 1 && tile_j > N)
-        tile_j /= 2;
-    while (tile_i > 1 && tile_i > M)
-        tile_i /= 2;
-    int lanes = std::min(vec, tile_j);
+    const int64_t M = inst.shape[0], N = inst.shape[1], K = inst.shape[2];
+    const int vec = std::max(1, target.vector_bits / 32);
+    int64_t hand_j = int64_t(2) * vec, hand_i = 8;
+    while (hand_j > 1 && hand_j > N)
+        hand_j /= 2;
+    while (hand_i > 1 && hand_i > M)
+        hand_i /= 2;
+    const int lanes =
+        int(ctx.knob("lanes", hand_first(std::min<int64_t>(vec, hand_j), {4, 8, 16})));
+    const int tile_j = int(ctx.knob("tile_j", hand_first(hand_j, powers_of_two(4, 128))));
+    const int tile_i = int(ctx.knob("tile_i", hand_first(hand_i, {1, 2, 4, 6, 8, 12, 16})));
+    const bool io_inner = ctx.knob_choice("outer_order", {"io_inner", "jo_inner"}) == "io_inner";
+    const std::string b_panel = ctx.knob_choice("b_panel", {"at_jo", "inline", "root"});
+    const bool prod_at_tile = ctx.knob_choice("prod_at", {"tile", "strip"}) == "tile";
+    const int k_unroll = int(ctx.knob("k_unroll", {1, 2, 4}));
+    const bool unroll_i = ctx.knob("unroll_i", {1, 0}) != 0;
+    const bool parallel = ctx.knob("parallel", {1, 0}) != 0;
+    ctx.constraint("lanes <= natural vector width (" + std::to_string(vec) + ")",
+                   lanes <= std::max(4, vec));
+    ctx.constraint("tile_j is a multiple of lanes", tile_j >= lanes && tile_j % lanes == 0);
+    ctx.constraint("tile_j <= N and tile_i <= M", tile_j <= N && tile_i <= M);
+    ctx.constraint("tile_j / lanes * tile_i <= 32 accumulators", tile_j / lanes * tile_i <= 32);
+    ctx.constraint("k_unroll divides K", K % k_unroll == 0);
+    // prod at the strip (a column panel of C, all rows) has a row count that is not a constant.
+    ctx.constraint("prod_at strip needs outer_order io_inner and no unroll_i",
+                   prod_at_tile || (io_inner && !unroll_i));
+    ctx.constraint("b_panel at_jo needs jo outside io", b_panel != "at_jo" || io_inner);
+
     Func C = inst.output, B_panel = inst.stages[0], prod = inst.stages[1];
     Var j("j"), i("i"), jo("jo"), io("io"), ji("ji"), ii("ii"), jv("jv");
-    VarOrRVar k("k.x", true);
-    C.tile(j, i, jo, io, ji, ii, tile_j, tile_i)
-        .reorder(ji, ii, io, jo)
-        .vectorize(ji, lanes)
-        .unroll(ii)
-        .parallel(jo);
-    B_panel.compute_at(C, jo).vectorize(j, lanes);
-    prod.compute_at(C, io).vectorize(j, lanes).unroll(i);
+    C.tile(j, i, jo, io, ji, ii, tile_j, tile_i);
+    if (io_inner)
+        C.reorder(ji, ii, io, jo);
+    else
+        C.reorder(ji, ii, jo, io);
+    C.vectorize(ji, lanes);
+    if (unroll_i) C.unroll(ii);
+    if (parallel) C.parallel(io_inner ? jo : io);
+    if (b_panel == "at_jo") {
+        B_panel.compute_at(C, jo).vectorize(j, lanes);
+    } else if (b_panel == "root") {
+        B_panel.compute_root().vectorize(j, lanes).parallel(Var("kv"));
+    }
+    // The tile: the inner of the two outer loops; the strip: the outer one.
+    prod.compute_at(C, (io_inner == prod_at_tile) ? io : jo).vectorize(j, lanes);
+    if (unroll_i) prod.unroll(i);
     // RoundUp: prod's region is exactly tile_j wide, a multiple of the vector, so no tail guard.
-    prod.update(0)
-        .split(j, j, jv, lanes, TailStrategy::RoundUp)
-        .reorder(jv, j, i, k)
-        .vectorize(jv)
-        .unroll(j)
-        .unroll(i);
+    Stage up = prod.update(0);
+    up.split(j, j, jv, lanes, TailStrategy::RoundUp);
+    VarOrRVar k("k.x", true);
+    if (k_unroll > 1) {
+        VarOrRVar ko("k.x_o", true), ki("k.x_i", true);
+        up.split(k, ko, ki, k_unroll).reorder(jv, j, i, ki, ko).unroll(ki);
+    } else {
+        up.reorder(jv, j, i, k);
+    }
+    up.vectorize(jv).unroll(j);
+    if (unroll_i) up.unroll(i);
 }
 
 BufferBase reference_matmul(const OperatorInstance &inst) {
@@ -144,7 +182,6 @@ Operator matmul_operator() {
     op.shape_names = {"M", "N", "K"};
     op.default_shape = {1024, 1024, 1024};
     op.make = make_matmul;
-    op.hand_schedule = schedule_matmul;
     op.reference = reference_matmul;
     op.work = [](const std::vector<int64_t> &s) {
         return 2.0 * double(s[0]) * double(s[1]) * double(s[2]);
@@ -155,6 +192,7 @@ Operator matmul_operator() {
     // eps * sqrt(K) * |partial sums| ~ 6e-8 * K / 3, about 4e-5 at K = 2048, far under 1e-3,
     // while a wrong index or a missed term is off by O(0.1) or more.
     op.tolerance = 1e-3;
+    define_by_generator(op, schedule_matmul);
     return op;
 }
 

@@ -9,6 +9,7 @@
 
 #include "apps/Builtin.h"
 #include "lang/Error.h"
+#include "schedule/ScheduleTrace.h"
 
 namespace kiln::apps {
 
@@ -257,12 +258,13 @@ namespace {
 
 /// op.make(shape) with random_buffer counting the bytes it would fill into `counted` instead of
 /// making buffers.
-OperatorInstance make_counting(const Operator &op, const std::vector<int64_t> &shape,
-                               int64_t &counted) {
+OperatorInstance
+make_counting(const std::function<OperatorInstance(const std::vector<int64_t> &)> &make,
+              const std::vector<int64_t> &shape, int64_t &counted) {
     counted_bytes = &counted;
     OperatorInstance inst;
     try {
-        inst = op.make(shape);
+        inst = make(shape);
     } catch (...) {
         counted_bytes = nullptr;
         throw;
@@ -275,16 +277,72 @@ OperatorInstance make_counting(const Operator &op, const std::vector<int64_t> &s
 
 OperatorInstance make_without_data(const Operator &op, const std::vector<int64_t> &shape) {
     int64_t counted = 0;
-    return make_counting(op, shape, counted);
+    return make_counting(op.make, shape, counted);
 }
 
 int64_t buffer_bytes(const Operator &op, const std::vector<int64_t> &shape) {
     int64_t counted = 0;
-    OperatorInstance inst = make_counting(op, shape, counted);
+    OperatorInstance inst = make_counting(op.make, shape, counted);
     for (const BufferBase &b : inst.input_data) {
         if (b.defined()) counted += b.number_of_elements() * b.type().bytes(); // made otherwise
     }
     return counted + bytes_of(inst.output.output_type(), inst.output_extents);
+}
+
+void schedule_from_generator(const GeneratorFunction &generator,
+                             const std::map<std::string, std::string> &params,
+                             OperatorInstance &inst, const Target &target,
+                             const std::map<std::string, std::string> &knob_values) {
+    GeneratorContext ctx(target, params);
+    ctx.set_tuning_shape(inst.shape);
+    ctx.set_knob_values(knob_values);
+    Pipeline scheduled = generator(ctx);
+    ScheduleTrace::capture(scheduled.output_funcs()).apply({inst.output});
+}
+
+void schedule_from_generator(const Operator &op, OperatorInstance &inst, const Target &target,
+                             const std::map<std::string, std::string> &knob_values) {
+    if (!op.generator) internal_error("operator '", op.name, "' is not defined by a generator");
+    schedule_from_generator(op.generator, op.generator_params, inst, target, knob_values);
+}
+
+void define_by_generator(Operator &op, const BuiltinSchedule &schedule) {
+    internal_assert(op.make && !op.shape_names.empty(), "define_by_generator: ", op.name,
+                    " needs make and its shape names");
+    op.generator = [make = op.make, names = op.shape_names, defaults = op.default_shape,
+                    tolerance = op.tolerance, schedule](GeneratorContext &ctx) -> Pipeline {
+        std::vector<int64_t> shape = ctx.shape(names, defaults);
+        int64_t counted = 0; // the algorithm only: no input data is made
+        OperatorInstance inst = make_counting(make, shape, counted);
+        std::vector<std::pair<int64_t, int64_t>> region;
+        for (int e : inst.output_extents)
+            region.emplace_back(0, e);
+        inst.output.set_estimates(region);
+        schedule(inst, ctx);
+        std::vector<std::string> order;
+        for (const ImageParam &in : inst.inputs)
+            order.push_back(in.name());
+        ctx.set_argument_order(order);
+        ctx.set_tolerance(tolerance);
+        return inst.pipeline();
+    };
+    op.hand_schedule = [generator = op.generator](OperatorInstance &inst, const Target &target) {
+        schedule_from_generator(generator, {}, inst, target, {});
+    };
+}
+
+std::vector<int64_t> hand_first(int64_t hand, const std::vector<int64_t> &values) {
+    std::vector<int64_t> r{hand};
+    for (int64_t v : values)
+        if (v != hand) r.push_back(v);
+    return r;
+}
+
+std::vector<int64_t> powers_of_two(int64_t lo, int64_t hi) {
+    std::vector<int64_t> r;
+    for (int64_t v = lo; v <= hi; v *= 2)
+        r.push_back(v);
+    return r;
 }
 
 BufferBase random_buffer(Type t, const std::vector<int> &extents, const std::string &name,

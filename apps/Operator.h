@@ -16,10 +16,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "codegen/Target.h"
+#include "driver/Generator.h"
 #include "driver/Pipeline.h"
 #include "lang/Buffer.h"
 #include "lang/Func.h"
@@ -67,7 +69,27 @@ struct Operator {
     double tolerance = 1e-4;
     /// Test-only operators (crash, hang, wrong answer) are hidden from listings.
     bool test_only = false;
+    /// The generator that defines the operator (driver/Generator.h), run with
+    /// `generator_params`: built at a shape (the one it declares with ctx.shape, else its
+    /// output's extents), it returns the algorithm with the schedule for ctx.target() written
+    /// from its knobs (ctx.knob) at their defaults. So the hand schedule is the knobs' defaults,
+    /// and the knobs are the template the tuner searches (autotune/GeneratorOperator.h). Every
+    /// built-in operator and every user generator the tuner loads has one; an operator made by
+    /// hand without one (a test's) has no knob space.
+    GeneratorFunction generator;
+    std::map<std::string, std::string> generator_params;
 };
+
+/// The generator's schedule for `target` at the instance's shape (its knobs at their defaults,
+/// or at `knob_values`), replayed onto the instance: the hand_schedule of an operator defined
+/// by a generator. Raises what the generator raises.
+void schedule_from_generator(const Operator &op, OperatorInstance &inst, const Target &target,
+                             const std::map<std::string, std::string> &knob_values = {});
+/// The same for a generator run with `params`.
+void schedule_from_generator(const GeneratorFunction &generator,
+                             const std::map<std::string, std::string> &params,
+                             OperatorInstance &inst, const Target &target,
+                             const std::map<std::string, std::string> &knob_values = {});
 
 /// Registers an operator; a second one with the same name is an error.
 void register_operator(Operator op);

@@ -41,7 +41,8 @@ OperatorInstance make_softmax(const std::vector<int64_t> &shape) {
 // One row per task iteration: the row (16 KB at N = 4096) stays in L1 while it is read for the
 // maximum, exponentiated once into a row buffer, summed, and scaled. Reductions keep four
 // independent vector accumulators (64 lanes) to hide the add latency.
-void schedule_softmax(OperatorInstance &inst, const Target &target) {
+void schedule_softmax(OperatorInstance &inst, GeneratorContext &ctx) {
+    const Target &target = ctx.target();
     if (target.has_gpu()) return schedule_row_reductions_gpu(inst, {0, 3}, {1, 4, 5}, 2);
     int N = int(inst.shape[1]);
     int vec = std::max(1, target.vector_bits / 32);
@@ -93,7 +94,6 @@ Operator softmax_operator() {
     op.shape_names = {"M", "N"};
     op.default_shape = {4096, 4096};
     op.make = make_softmax;
-    op.hand_schedule = schedule_softmax;
     op.reference = reference_softmax;
     // One read and one write of the matrix.
     op.work = [](const std::vector<int64_t> &s) { return 2.0 * 4.0 * double(s[0]) * double(s[1]); };
@@ -104,6 +104,7 @@ Operator softmax_operator() {
     // few 1e-7 on outputs of at most ~0.05 at these inputs, so a few 1e-8 absolute. 1e-6 leaves
     // margin, yet an output off by more than ~0.5% of a typical value (1/N) ... 1/37 fails.
     op.tolerance = 1e-6;
+    define_by_generator(op, schedule_softmax);
     return op;
 }
 

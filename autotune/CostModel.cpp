@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
-#include <set>
 #include <string>
 
 #include "autotune/Features.h"
@@ -129,10 +128,11 @@ int top_k_hits(const std::vector<float> &truth, const std::vector<float> &predic
         if (predicted[a] != predicted[b]) return predicted[a] > predicted[b];
         return truth[a] < truth[b];
     });
-    std::set<size_t> best(by_truth.begin(), by_truth.begin() + std::ptrdiff_t(k));
+    if (k == 0) return 0;
+    const float kth_best = truth[by_truth[k - 1]];
     int hits = 0;
     for (size_t i = 0; i < k; i++)
-        hits += int(best.count(by_prediction[i]));
+        hits += int(truth[by_prediction[i]] >= kth_best);
     return hits;
 }
 

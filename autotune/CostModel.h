@@ -48,8 +48,10 @@ private:
 /// Kendall's tau over the pairs whose true scores differ: a pair the prediction orders the same
 /// way counts +1, the other way -1, a tie in the prediction 0 (so a constant prediction scores 0).
 double kendall_tau(const std::vector<float> &truth, const std::vector<float> &predicted);
-/// How many of the k configs with the best true scores are among the k best predicted; ties in
-/// the prediction are broken against the model (the truly worse config first).
+/// How many of the k best predicted configs are among the k with the best true scores; ties in
+/// the prediction are broken against the model (the truly worse config first), and a config tied
+/// with the k-th best true score counts as among them (so which of several equals the k best
+/// holds does not decide a hit).
 int top_k_hits(const std::vector<float> &truth, const std::vector<float> &predicted, size_t k);
 
 /// Training rows for the model: features and scores. A score is log(best / median) of the

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include "autotune/Checker.h"
 #include "driver/Generator.h"
@@ -18,15 +19,10 @@ namespace kiln::autotune {
 
 namespace {
 
-/// What the tuner keeps of a generator operator besides the apps::Operator.
-struct Entry {
-    GeneratorSpec spec;
-    std::vector<GeneratorKnob> knobs;
-};
-
+/// The names of the generator operators registered so far.
 std::mutex entries_mutex;
-std::map<std::string, Entry> &entries() {
-    static std::map<std::string, Entry> e;
+std::set<std::string> &entries() {
+    static std::set<std::string> e;
     return e;
 }
 
@@ -92,15 +88,45 @@ struct ImageParamOf : ImageParam {
     explicit ImageParamOf(std::shared_ptr<ParameterContents> c) { contents = std::move(c); }
 };
 
+/// The output's region from its estimates, for a generator that declares its shape.
+std::vector<int> estimated_extents(const GeneratorSpec &spec, const GeneratorContext &ctx,
+                                   const Func &out) {
+    std::vector<std::string> vars = out.function()->args;
+    std::vector<std::optional<std::pair<int64_t, int64_t>>> est = out.estimates();
+    std::vector<int> extents;
+    for (size_t d = 0; d < vars.size(); d++) {
+        if (!est[d]) {
+            std::string example;
+            for (const std::string &v : vars)
+                example += std::string(example.empty() ? "" : ", ") + "{0, extent_of_" + v + "}";
+            user_error("generator '", spec.generator, "' declares its shape (",
+                       joined(ctx.shape_names()), ") but its output '", out.name(),
+                       "' has no estimate for '", vars[d],
+                       "', so the tuner does not know the region to compute; give one per "
+                       "dimension: ",
+                       out.name(), ".set_estimates({", example, "})");
+        }
+        if (est[d]->first != 0) {
+            user_error("generator '", spec.generator, "': the estimate of '", vars[d],
+                       "' in output '", out.name(), "' starts at ", est[d]->first,
+                       "; the tuner computes outputs from 0, so give min 0");
+        }
+        extents.push_back(int(est[d]->second));
+    }
+    return extents;
+}
+
 apps::OperatorInstance make_instance(const GeneratorSpec &spec, const std::vector<int64_t> &shape) {
     // The algorithm only: its schedule is removed below, and hand_schedule and the knob space
     // rebuild the generator for the tuned target. (Operator::make takes no target; a generator
     // whose algorithm itself depends on the target sees the host here.)
     GeneratorContext ctx(Target::host(), spec.params);
+    ctx.set_tuning_shape(shape); // read by a generator that declares its shape (ctx.shape)
     Pipeline p = build(spec, ctx);
     Func out = output_of(spec, p);
     std::vector<std::string> vars = out.function()->args;
-    if (shape.size() != vars.size()) {
+    bool declared = !ctx.shape_names().empty();
+    if (!declared && shape.size() != vars.size()) {
         user_error("shape '", apps::shape_to_string(shape), "' for generator '", spec.generator,
                    "' has ", shape.size(), " values, but its output '", out.name(), "' has ",
                    vars.size(), " dimensions (", joined(vars), "); give ", vars.size(),
@@ -137,9 +163,14 @@ apps::OperatorInstance make_instance(const GeneratorSpec &spec, const std::vecto
     apps::OperatorInstance inst;
     inst.shape = shape;
     inst.output = out;
-    for (int64_t e : shape)
-        inst.output_extents.push_back(int(e));
-    std::vector<InputRegion> regions = input_regions({out}, shape);
+    if (declared) {
+        inst.output_extents = estimated_extents(spec, ctx, out);
+    } else {
+        for (int64_t e : shape)
+            inst.output_extents.push_back(int(e));
+    }
+    std::vector<InputRegion> regions = input_regions(
+        {out}, std::vector<int64_t>(inst.output_extents.begin(), inst.output_extents.end()));
     // The argument order the generator asked for, then the rest in lowering order.
     std::vector<const InputRegion *> images;
     for (const std::string &name : ctx.argument_order()) {
@@ -237,8 +268,7 @@ const apps::Operator &generator_operator(const GeneratorSpec &spec) {
         user_error("no generator called '", spec.generator, "' in this program (",
                    names.empty() ? "it registers none" : "it registers: " + joined(names), ")");
     }
-    // One run to learn the output's dimensions, the tolerance and the knobs (which do not depend
-    // on the target: the knob space is built again for the tuned one).
+    // One run to learn the output's dimensions (or declared shape) and the tolerance.
     GeneratorContext ctx(Target::host(), spec.params);
     Pipeline p = build(spec, ctx);
     Func out = output_of(spec, p);
@@ -246,15 +276,34 @@ const apps::Operator &generator_operator(const GeneratorSpec &spec) {
     apps::Operator op;
     op.name = name;
     op.description = "generator '" + spec.generator + "'";
-    op.shape_names = out.function()->args;
-    op.default_shape.assign(op.shape_names.size(), 256);
-    op.make = [spec, name](const std::vector<int64_t> &shape) {
+    if (ctx.shape_names().empty()) {
+        op.shape_names = out.function()->args;
+        op.default_shape.assign(op.shape_names.size(), 256);
+    } else {
+        op.shape_names = ctx.shape_names();
+        op.default_shape = ctx.default_shape();
+    }
+    op.make = [spec, names = op.shape_names, defaults = op.default_shape,
+               declared = !ctx.shape_names().empty()](const std::vector<int64_t> &shape) {
+        if (declared && shape.size() != names.size()) {
+            user_error("shape '", apps::shape_to_string(shape), "' for generator '", spec.generator,
+                       "' has ", shape.size(),
+                       " values, but the generator's shape "
+                       "is ",
+                       names.size(), " (", joined(names), "); give ", names.size(),
+                       " values, e.g. --shape ", apps::shape_to_string(defaults));
+        }
         return make_instance(spec, shape);
     };
-    op.hand_schedule = [spec](apps::OperatorInstance &inst, const Target &target) {
-        GeneratorContext c(target, spec.params);
-        Pipeline scheduled = build(spec, c);
-        ScheduleTrace::capture({output_of(spec, scheduled)}).apply({inst.output});
+    op.generator = [spec](GeneratorContext &c) {
+        Pipeline p = build(spec, c);
+        output_of(spec, p); // one single-valued output
+        return p;
+    };
+    op.generator_params = spec.params;
+    op.hand_schedule = [generator = op.generator,
+                        params = spec.params](apps::OperatorInstance &inst, const Target &target) {
+        apps::schedule_from_generator(generator, params, inst, target);
     };
     auto work_cache = std::make_shared<std::map<std::vector<int64_t>, double>>();
     auto cache_mutex = std::make_shared<std::mutex>();
@@ -272,7 +321,7 @@ const apps::Operator &generator_operator(const GeneratorSpec &spec) {
     op.tolerance = ctx.tolerance();
     {
         std::lock_guard<std::mutex> lock(entries_mutex);
-        entries()[name] = Entry{spec, ctx.knobs()};
+        entries().insert(name);
     }
     apps::register_operator(std::move(op));
     return apps::find_operator(name);
@@ -287,29 +336,34 @@ void resolve_generator_operators() {
     });
 }
 
-std::optional<SearchSpace>
-generator_knob_space(const apps::Operator &op, const std::vector<int64_t> &, const Target &target) {
-    Entry entry;
+std::optional<SearchSpace> generator_knob_space(const apps::Operator &op,
+                                                const std::vector<int64_t> &shape,
+                                                const Target &target) {
+    if (!op.generator) return std::nullopt;
+    const GeneratorFunction generator = op.generator;
+    const std::map<std::string, std::string> params = op.generator_params;
+    // The knobs at this shape and target: a generator may declare other values for them (tiles
+    // that fit the shape, vectors of the target's width, none on a GPU target).
+    std::vector<GeneratorKnob> knobs;
     {
-        std::lock_guard<std::mutex> lock(entries_mutex);
-        auto it = entries().find(op.name);
-        if (it == entries().end() || it->second.knobs.empty()) return std::nullopt;
-        entry = it->second;
+        GeneratorContext ctx(target, params);
+        ctx.set_tuning_shape(shape);
+        generator(ctx);
+        knobs = ctx.knobs();
     }
-    SearchSpace space("generator:" + op.name);
-    for (const GeneratorKnob &k : entry.knobs) {
-        auto given = entry.spec.params.find(k.name);
+    if (knobs.empty()) return std::nullopt;
+    SearchSpace space(op.name);
+    for (const GeneratorKnob &k : knobs) {
+        auto given = params.find(k.name);
         if (k.kind == GeneratorKnob::Kind::integer) {
-            space.add_integers(k.name, given != entry.spec.params.end()
+            space.add_integers(k.name, given != params.end()
                                            ? std::vector<int64_t>{std::stoll(given->second)}
                                            : k.integers);
         } else {
-            space.add_choice(k.name, given != entry.spec.params.end()
-                                         ? std::vector<std::string>{given->second}
-                                         : k.choices);
+            space.add_choice(k.name, given != params.end() ? std::vector<std::string>{given->second}
+                                                           : k.choices);
         }
     }
-    std::vector<GeneratorKnob> knobs = entry.knobs;
     auto values = [knobs](const ConfigView &c) {
         std::map<std::string, std::string> v;
         for (const GeneratorKnob &k : knobs)
@@ -317,30 +371,29 @@ generator_knob_space(const apps::Operator &op, const std::vector<int64_t> &, con
                 k.kind == GeneratorKnob::Kind::integer ? std::to_string(c.i(k.name)) : c.s(k.name);
         return v;
     };
-    GeneratorSpec spec = entry.spec;
-    // Whether the generator accepts the values: one run per config, remembered.
-    auto accepted = std::make_shared<std::map<std::map<std::string, std::string>, bool>>();
-    space.add_constraint("the generator's constraints (ctx.constraint)",
-                         [spec, target, values, accepted](const ConfigView &c) {
-                             std::map<std::string, std::string> v = values(c);
-                             auto it = accepted->find(v);
-                             if (it != accepted->end()) return it->second;
-                             GeneratorContext ctx(target, spec.params);
-                             ctx.set_knob_values(v);
-                             bool ok = true;
-                             try {
-                                 build(spec, ctx);
-                             } catch (const CompileError &) {
-                                 ok = false;
-                             }
-                             return (*accepted)[v] = ok;
-                         });
-    space.set_apply([spec, target, values](apps::OperatorInstance &inst, const ConfigView &c) {
-        GeneratorContext ctx(target, spec.params);
-        ctx.set_knob_values(values(c));
-        Pipeline scheduled = build(spec, ctx);
-        ScheduleTrace::capture({output_of(spec, scheduled)}).apply({inst.output});
-    });
+    // Whether the generator accepts the values (else why not): one run per config, remembered.
+    auto reasons = std::make_shared<std::map<std::map<std::string, std::string>, std::string>>();
+    space.add_constraint_with_reason(
+        [generator, params, target, shape, values, reasons](const ConfigView &c) {
+            std::map<std::string, std::string> v = values(c);
+            auto it = reasons->find(v);
+            if (it != reasons->end()) return it->second;
+            GeneratorContext ctx(target, params);
+            ctx.set_tuning_shape(shape);
+            ctx.set_knob_values(v);
+            std::string why;
+            try {
+                generator(ctx);
+            } catch (const CompileError &e) {
+                why = e.what();
+                if (why.empty()) why = "the generator refuses these knob values";
+            }
+            return (*reasons)[v] = why;
+        });
+    space.set_apply(
+        [generator, params, target, values](apps::OperatorInstance &inst, const ConfigView &c) {
+            apps::schedule_from_generator(generator, params, inst, target, values(c));
+        });
     return space;
 }
 

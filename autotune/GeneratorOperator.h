@@ -1,6 +1,8 @@
 // Generators as operators: a generator registered in this program (driver/Generator.h), with its
 // parameters, becomes an apps::Operator the tuner, the worker and the simulator use like a
-// built-in one. The shape is the extents of the generator's output (`--shape 4096x4096`).
+// built-in one. The shape is the extents of the generator's output (`--shape 4096x4096`), or
+// the shape the generator declares (ctx.shape({"M", "N", "K"}, ...): `--shape 512x512x256`),
+// whose output region is then its Func::set_estimates.
 //
 //   make(shape)     runs the generator, removes the schedule it wrote (remove_schedule: the
 //                   algorithm is what is tuned), sizes each input image by the region the output
@@ -50,8 +52,9 @@ const apps::Operator &generator_operator(const GeneratorSpec &spec);
 /// executable (`EXE --kiln-worker`), whose requests name operators.
 void resolve_generator_operators();
 
-/// The space a generator declares with knobs, for candidates of `target`: nullopt for an operator
-/// that is not a generator's, or a generator without knobs. A knob given as a parameter keeps
+/// The space a generator declares with knobs when built at `shape` for `target` (its knobs may
+/// differ by shape and target): nullopt for an operator that is not a generator's, or a
+/// generator without knobs there. A knob given as a parameter keeps
 /// that one value; configs that break a ctx.constraint are invalid.
 std::optional<SearchSpace> generator_knob_space(const apps::Operator &op,
                                                 const std::vector<int64_t> &shape,

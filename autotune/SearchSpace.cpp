@@ -169,7 +169,13 @@ void SearchSpace::add_permutation(const std::string &name, const std::vector<std
 }
 
 void SearchSpace::add_constraint(const std::string &description, Check check) {
-    constraints.emplace_back(description, std::move(check));
+    constraints.emplace_back([description, check = std::move(check)](const ConfigView &c) {
+        return check(c) ? std::string() : description;
+    });
+}
+
+void SearchSpace::add_constraint_with_reason(Reason reason) {
+    constraints.push_back(std::move(reason));
 }
 
 // --- points -------------------------------------------------------------------------------------
@@ -203,8 +209,9 @@ Config SearchSpace::at(int64_t i) const {
 
 std::string SearchSpace::violated(const Config &c) const {
     ConfigView view(*this, c);
-    for (const auto &[description, check] : constraints) {
-        if (!check(view)) return description;
+    for (const Reason &reason : constraints) {
+        std::string why = reason(view);
+        if (!why.empty()) return why;
     }
     return "";
 }

@@ -93,6 +93,10 @@ public:
     void add_permutation(const std::string &name, const std::vector<std::string> &items);
     /// A constraint every measured config must meet; `description` names it in rejections.
     void add_constraint(const std::string &description, Check check);
+    /// A constraint that says why a config breaks it: "" when the config meets it, else the
+    /// reason, which violated() returns (a generator's own ctx.constraint message).
+    using Reason = std::function<std::string(const ConfigView &)>;
+    void add_constraint_with_reason(Reason reason);
     void set_apply(Apply apply) { apply_fn = std::move(apply); }
 
     /// Number of configs, constraints ignored (saturates at INT64_MAX).
@@ -128,16 +132,18 @@ private:
 
     std::string space_name, salt;
     std::vector<Knob> knob_list;
-    std::vector<std::pair<std::string, Check>> constraints;
+    std::vector<Reason> constraints;
     Apply apply_fn;
 };
 
 struct GpuLimits;
 
-/// The hand-written template for `op` (matmul, conv2d, blur) at this shape when there is one,
-/// else the automatic space (autotune/AutoSpace.h). For a target with a GPU API: the GPU
-/// template (autotune/Templates.h, gpu_template_space) within `gpu_limits`; an operator without
-/// one, or kind "auto" (the automatic space makes CPU schedules only), is a CompileError.
+/// The space of `kind` for `op` at this shape on `target`. "template": the knobs of the
+/// operator's generator at this shape and target when it declares any (a built-in operator's
+/// template, or a user generator's ctx.knob), else for a target with a GPU API the GPU template
+/// (autotune/Templates.h, gpu_template_space) within `gpu_limits` (a CompileError for an
+/// operator without one), else the automatic space (autotune/AutoSpace.h). "auto": the
+/// automatic space, CPU or GPU.
 SearchSpace space_for(const apps::Operator &op, const std::vector<int64_t> &shape,
                       const std::string &kind, const Target &target,
                       const GpuLimits *gpu_limits = nullptr);

@@ -1,7 +1,9 @@
-// Hand-written tuning templates: for the operators whose fast schedules have a known shape (a
-// register-blocked matmul, a tiled direct convolution, a two-stage stencil), a space whose knobs
-// are the numbers and choices of the hand schedule, so that the hand schedule is one point of the
-// space and tuning searches around it. Operators without a template use the automatic space.
+// Tuning templates: a space whose knobs are the numbers and choices of an operator's hand
+// schedule, so that the hand schedule is one point of the space and tuning searches around it.
+// On CPU targets the template is the knobs of the operator's generator (apps/*.cpp for the
+// built-in operators, ctx.knob; autotune/GeneratorOperator.h's generator_knob_space); the GPU
+// templates of the built-in operators are written here as spaces (autotune/GPUTemplates.cpp).
+// Operators without a template use the automatic space.
 #pragma once
 
 #include <cstdint>
@@ -10,11 +12,6 @@
 #include "autotune/SearchSpace.h"
 
 namespace kiln::autotune {
-
-/// The template of `op` at `shape` for a CPU target (its vector width sets the lanes knob), or
-/// empty when `op` has none.
-std::optional<SearchSpace> template_space(const apps::Operator &op,
-                                          const std::vector<int64_t> &shape, const Target &target);
 
 /// The device limits a GPU template's constraints keep to (the device interface's
 /// device_limits; kiln's portable limits, 1024 threads and 48 KiB, apply on top).

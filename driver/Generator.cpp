@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -133,6 +134,43 @@ std::vector<int64_t> GeneratorContext::get_shape(const std::string &key,
                                                  std::vector<int64_t> fallback) const {
     if (!has(key)) return fallback;
     return parse_shape_text(params.at(key), "generator parameter '" + key + "'");
+}
+
+std::vector<int64_t> GeneratorContext::shape(const std::vector<std::string> &names,
+                                             const std::vector<int64_t> &defaults) {
+    if (!shape_names_.empty()) user_error("shape: the generator declares its shape twice");
+    if (names.empty() || names.size() != defaults.size()) {
+        user_error("shape: give one name per default value (", names.size(), " names, ",
+                   defaults.size(), " defaults)");
+    }
+    for (size_t i = 0; i < names.size(); i++) {
+        check_c_identifier(names[i], "shape name");
+        if (std::find(names.begin(), names.begin() + long(i), names[i]) != names.begin() + long(i))
+            user_error("shape: the name '", names[i], "' is listed twice");
+        if (defaults[i] < 1 || defaults[i] > INT32_MAX)
+            user_error("shape: the default of '", names[i], "' is ", defaults[i],
+                       "; give a value in 1..2^31-1");
+    }
+    shape_names_ = names;
+    default_shape_ = defaults;
+    std::string listed;
+    for (const std::string &n : names)
+        listed += (listed.empty() ? "" : ", ") + n;
+    if (!tuning_shape.empty()) {
+        if (tuning_shape.size() != names.size()) {
+            user_error("the shape being tuned has ", tuning_shape.size(),
+                       " values, but the generator's shape is ", names.size(), " (", listed, ")");
+        }
+        return tuning_shape;
+    }
+    std::vector<int64_t> values = defaults;
+    for (size_t i = 0; i < names.size(); i++) {
+        values[i] = get_int(names[i], defaults[i]);
+        if (values[i] < 1 || values[i] > INT32_MAX)
+            user_error("shape: parameter '", names[i], "' is ", values[i],
+                       "; give a value in 1..2^31-1");
+    }
+    return values;
 }
 
 std::string GeneratorContext::knob_value(GeneratorKnob declared,

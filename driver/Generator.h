@@ -31,6 +31,13 @@
 //
 // When building normally a knob is its first value, or the value of the parameter of its name
 // (`tile=32`); when tuning it is the value of the candidate being built.
+//
+// The tuned shape is the output's extents, unless the generator declares one (matmul's K is no
+// extent of C) and says where its output lies at it, with Halide's estimates:
+//
+//   std::vector<int64_t> s = ctx.shape({"M", "N", "K"}, {1024, 1024, 1024});
+//   C.set_estimates({{0, s[1]}, {0, s[0]}});
+//   A.set_estimates({{0, s[2]}, {0, s[0]}});   // an input the output's region does not size
 #pragma once
 
 #include <functional>
@@ -91,6 +98,22 @@ public:
     /// CompileError naming it otherwise.
     std::vector<int64_t> get_shape(const std::string &key, std::vector<int64_t> fallback) const;
 
+    /// The shape the generator is built and tuned at, for one whose shape is not its output's
+    /// extents (matmul's M, N, K: K is no extent of C): one name per value and the values used
+    /// when none is given. Returns the shape being tuned when tuning (`kiln tune --generator EXE
+    /// mm --shape 512x512x256`), else the parameters of those names (`K=256`) over the
+    /// defaults. Such a generator gives its output's region with Func::set_estimates, and the
+    /// region of an input the output's does not fix (an RDom over the input's extent) with
+    /// ImageParam::set_estimates. CompileError for a name that is not a C identifier, a count
+    /// that differs from the names', a value below 1 or a second declaration.
+    std::vector<int64_t> shape(const std::vector<std::string> &names,
+                               const std::vector<int64_t> &defaults);
+    /// The names and defaults shape() was called with (empty when it was not).
+    const std::vector<std::string> &shape_names() const { return shape_names_; }
+    const std::vector<int64_t> &default_shape() const { return default_shape_; }
+    /// Set by the tuner: the shape being tuned, which shape() returns.
+    void set_tuning_shape(std::vector<int64_t> shape) { tuning_shape = std::move(shape); }
+
     /// A knob of the generator's schedule with its legal values (at least one, no repeats): the
     /// tuned value when tuning, else the parameter of that name when given, else the first value.
     /// A second call with the same name must list the same values. CompileError otherwise.
@@ -138,6 +161,8 @@ private:
     std::vector<GeneratorKnob> knob_list;
     std::map<std::string, std::string> knob_values, chosen;
     double tolerance_ = 1e-4;
+    std::vector<std::string> shape_names_;
+    std::vector<int64_t> default_shape_, tuning_shape;
 };
 
 using GeneratorFunction = std::function<Pipeline(GeneratorContext &)>;

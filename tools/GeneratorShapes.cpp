@@ -164,9 +164,9 @@ public:
             for (const std::string &n : op.shape_names)
                 dims += (dims.empty() ? "" : ", ") + n;
             user_error("shape ", apps::shape_to_string(shape), " of kernel '", o.function, "' has ",
-                       shape.size(), " extents, but the output of generator '", o.generator,
-                       "' has ", op.shape_names.size(), " dimensions (", dims, "); list ",
-                       op.shape_names.size(), " extents per shape in SHAPES");
+                       shape.size(), " values, but the shape of generator '", o.generator, "' has ",
+                       op.shape_names.size(), " (", dims, "); list ", op.shape_names.size(),
+                       " values per shape in SHAPES");
         }
     }
 
@@ -241,8 +241,10 @@ public:
 
     /// The generator run for target ti, its schedule replaced by `trace` when given, lowered
     /// under the kernel's name in the generator's argument order.
-    LoweredFunc lower(const ScheduleTrace *trace, size_t ti) {
+    LoweredFunc lower(const ScheduleTrace *trace, size_t ti,
+                      const std::vector<int64_t> *shape = nullptr) {
         GeneratorContext ctx(targets[ti], o.params);
+        if (shape) ctx.set_tuning_shape(*shape); // a generator declaring its shape builds at it
         Pipeline p = run_generator(o.generator, ctx, false);
         if (trace) {
             remove_schedule(p.output_funcs());
@@ -267,7 +269,7 @@ public:
     /// the shape, its source and the fix.
     LoweredFunc lower_choice(const std::vector<int64_t> &shape, const Choice &c, size_t ti) {
         try {
-            return lower(&*c.trace, ti);
+            return lower(&*c.trace, ti, &shape);
         } catch (const CompileError &e) {
             std::string s = apps::shape_to_string(shape);
             if (c.from_database)
@@ -313,7 +315,7 @@ public:
                                             (multi ? " on " + keys[ti].to_string() : std::string());
                 why += o.lock.empty() ? ", no lockfile" : ", and " + o.lock + " has no entry";
                 notes.push_back("the generator's hand schedule (" + why + ")");
-                variants.push_back(lower(nullptr, ti));
+                variants.push_back(lower(nullptr, ti, &shape));
             } else {
                 std::string note = c->note;
                 if (no_record_here)
@@ -332,6 +334,41 @@ public:
         variants.push_back(lower(nullptr, ti));
     }
 
+    /// The output extents each shape's variant is chosen by: the shape itself, or for a
+    /// generator that declares its shape (ctx.shape) its output's estimates at that shape. Two
+    /// shapes with the same output extents could not be told apart: an error naming both.
+    std::vector<std::vector<int64_t>> dispatch_extents() const {
+        std::vector<std::vector<int64_t>> r;
+        for (const std::vector<int64_t> &shape : o.shapes) {
+            GeneratorContext ctx(targets[0], o.params);
+            ctx.set_tuning_shape(shape);
+            Pipeline p = run_generator(o.generator, ctx, false);
+            if (ctx.shape_names().empty()) {
+                r.push_back(shape);
+            } else {
+                r.emplace_back();
+                for (const auto &e : p.output_funcs().at(0).estimates()) {
+                    if (!e || e->first != 0)
+                        user_error("generator '", o.generator,
+                                   "' declares its shape, so each "
+                                   "dimension of its output needs an estimate from 0 "
+                                   "(Func::set_estimates): the kernel chooses its variant by "
+                                   "the output's extents");
+                    r.back().push_back(e->second);
+                }
+            }
+            for (size_t k = 0; k + 1 < r.size(); k++) {
+                if (r[k] == r.back())
+                    user_error("shapes ", apps::shape_to_string(o.shapes[k]), " and ",
+                               apps::shape_to_string(shape), " of kernel '", o.function,
+                               "' both make an output of ", apps::shape_to_string(r.back()),
+                               "; the kernel chooses its variant by the output's extents, so "
+                               "list only one of them in SHAPES");
+            }
+        }
+        return r;
+    }
+
     int build() {
         std::vector<std::vector<LoweredFunc>> variants(targets.size());
         std::vector<std::vector<std::string>> notes(targets.size());
@@ -342,7 +379,7 @@ public:
         std::string k;
         while (std::getline(e, k, ','))
             kinds.push_back(parse_output_kind(k));
-        compile_shape_dispatched(variants, o.shapes, notes, targets,
+        compile_shape_dispatched(variants, dispatch_extents(), notes, targets,
                                  OutputSet::in_directory(o.out_dir, o.file_base, kinds));
         return 0;
     }

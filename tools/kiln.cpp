@@ -248,8 +248,9 @@ static int run_kiln(int argc, char **argv) {
             for (const std::string &p : generator_params)
                 add_param(request.params, p);
             if (tune_shape.empty())
-                throw CompileError("--generator: give the extents of the generator's output with "
-                                   "--shape, e.g. --shape 4096x4096");
+                throw CompileError("--generator: give the shape to tune with --shape: the "
+                                   "extents of the generator's output (e.g. --shape 4096x4096), "
+                                   "or the values of the shape it declares with ctx.shape");
             if (!tune.worker_path.empty())
                 throw CompileError("--worker " + tune.worker_path +
                                    ": with --generator the generator executable is the worker");

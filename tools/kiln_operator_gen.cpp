@@ -1,11 +1,13 @@
-// A generator for the operators that ship with kiln (apps/): builds one at a shape, applies its
-// hand schedule for the target (or leaves the default schedule) and compiles it ahead of time.
+// A generator for the operators that ship with kiln (apps/): runs the operator's own generator
+// (apps::Operator::generator) at a shape for the target, with its hand schedule (its knobs at
+// their defaults, or as given) or the default schedule, and compiles it ahead of time.
 //
 //   kiln_add_kernel(NAME mm GENERATOR kiln::operator_gen
-//                   PARAMS op=matmul shape=256x256x256 schedule=hand)
+//                   PARAMS op=matmul shape=256x256x256 schedule=hand tile_j=64)
 //
 // Parameters: op (required; `kiln list` shows the names), shape (the operator's default when
-// absent; "MxNxK" or "M,N,K"), schedule (hand or default; hand when absent).
+// absent; "MxNxK" or "M,N,K", or each value by its name: M=256), schedule (hand or default;
+// hand when absent), and any of the operator's knobs (tile_j=64; `kiln tune` lists them).
 #include "apps/Operator.h"
 #include "driver/Generator.h"
 #include "lang/Error.h"
@@ -24,19 +26,17 @@ kiln::Pipeline make_operator(kiln::GeneratorContext &ctx) {
         kiln::user_error("the operator generator needs op=<name> (known: ", known, ")");
     }
     const kiln::apps::Operator &op = kiln::apps::find_operator(name);
-    kiln::apps::OperatorInstance inst = op.make(kiln::apps::parse_shape(op, shape));
-    if (schedule == "hand") {
-        op.hand_schedule(inst, ctx.target());
-    } else if (schedule != "default") {
+    if (!shape.empty()) ctx.set_tuning_shape(kiln::apps::parse_shape(op, shape));
+    if (schedule != "hand" && schedule != "default") {
         kiln::user_error("operator generator: schedule must be hand or default, got '", schedule,
                          "'");
     }
-    // The kernel takes the inputs in the operator's argument order, then the output.
-    std::vector<std::string> order;
-    for (const kiln::ImageParam &in : inst.inputs)
-        order.push_back(in.name());
-    ctx.set_argument_order(order);
-    return inst.pipeline();
+    if (!op.generator)
+        kiln::user_error("operator '", name, "' is a test's and has no generator to build");
+    // The operator's generator gives the inputs' order (the operator's), then the output.
+    kiln::Pipeline p = op.generator(ctx);
+    if (schedule == "default") kiln::remove_schedule(p.output_funcs());
+    return p;
 }
 
 } // namespace

@@ -894,6 +894,30 @@ TEST(AOTGenerator, OperatorGeneratorCompilesMatmul) {
                                     dir.path.string() + " op=matmul shape=64x48x32 tile=3");
     EXPECT_EQ(bad.status, 1);
     EXPECT_THAT(bad.output, HasSubstr("does not read the parameter(s) 'tile'"));
+    // The operator is a generator: its shape by name, its knobs as parameters (the lowered code
+    // shows the register tile of 4 rows: C's tile rows are unrolled, 4 copies of the row's
+    // loop over its vectors).
+    CommandResult knob =
+        run_command(std::string(KILN_TEST_OPERATOR_GEN) + " -o " + dir.path.string() +
+                    " -f mm4 -e c_header,lowered_stmt op=matmul M=64 N=48 K=32 "
+                    "tile_i=4");
+    ASSERT_EQ(knob.status, 0) << knob.output;
+    std::string stmt = read_file(dir / "mm4.stmt");
+    size_t rows = 0;
+    for (size_t at = stmt.find("for (C.s0.ji"); at != std::string::npos;
+         at = stmt.find("for (C.s0.ji", at + 1))
+        rows++;
+    EXPECT_EQ(rows, 4u) << stmt;
+    CommandResult wrong = run_command(std::string(KILN_TEST_OPERATOR_GEN) + " -o " +
+                                      dir.path.string() + " op=matmul shape=64x48x32 tile_i=5");
+    EXPECT_EQ(wrong.status, 1);
+    EXPECT_THAT(wrong.output, HasSubstr("knob 'tile_i' cannot be 5; its values are 8, 1, 2, 4, "
+                                        "6, 12, 16"));
+    CommandResult test_op = run_command(std::string(KILN_TEST_OPERATOR_GEN) + " -o " +
+                                        dir.path.string() + " op=test_wrong");
+    EXPECT_EQ(test_op.status, 1);
+    EXPECT_THAT(test_op.output,
+                HasSubstr("operator 'test_wrong' is a test's and has no generator to build"));
 }
 #endif
 

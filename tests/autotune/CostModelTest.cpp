@@ -96,8 +96,7 @@ std::vector<std::vector<float>> template_features(const std::string &op_name,
                                                   const std::vector<int64_t> &shape, size_t n) {
     apps::register_builtin_operators();
     const apps::Operator &op = apps::find_operator(op_name);
-    std::optional<SearchSpace> space = template_space(op, shape, Target::host());
-    if (!space) throw std::runtime_error(op_name + " has no template");
+    std::optional<SearchSpace> space = space_for(op, shape, "template", Target::host());
     std::mt19937_64 rng(7);
     std::set<std::string> seen;
     std::vector<std::vector<float>> rows;
@@ -145,10 +144,11 @@ TEST(CostModel, RanksHeldOutMatmulConfigsByAKnownFunctionOfTheirFeatures) {
     std::set<float> distinct(c.scores.begin(), c.scores.end());
     ASSERT_GE(distinct.size(), 10u) << "the features hardly vary: the corpus ranks nothing";
 
-    Quality q = held_out_quality(c, 5, model_predictions);
+    // Of the 10 best of 105, a random ranking finds about 1.
+    Quality q = held_out_quality(c, 10, model_predictions);
     std::cout << "[ cost model, matmul template, synthetic score ] " << q << "\n";
     EXPECT_GE(q.tau, 0.6) << q;
-    EXPECT_GE(q.hits, 3) << q;
+    EXPECT_GE(q.hits, 5) << q;
     Quality none = held_out_quality(c, 5, constant_predictions);
     EXPECT_LT(none.tau, 0.6) << "a constant prediction passes the threshold: " << none;
 }

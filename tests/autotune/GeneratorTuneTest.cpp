@@ -207,6 +207,55 @@ TEST(GeneratorOperator, OutputsAndScalarParamsThatCannotBeTunedAreNamed) {
     EXPECT_EQ(out(3), in(3) + 7);
 }
 
+TEST(GeneratorOperator, ADeclaredShapeIsTunedAndItsEstimatesSizeTheBuffers) {
+    const apps::Operator &op = generator_operator({"sgemm", {}});
+    EXPECT_EQ(op.shape_names, (std::vector<std::string>{"M", "N", "K"}));
+    EXPECT_EQ(op.default_shape, (std::vector<int64_t>{64, 64, 64}));
+    // M = 8, N = 16, K = 24: C is N x M, A is K x M (its estimate), B is N x K (what C reads of
+    // it once A's width is known).
+    apps::OperatorInstance inst = op.make({8, 16, 24});
+    EXPECT_EQ(inst.output_extents, (std::vector<int>{16, 8}));
+    ASSERT_EQ(inst.input_data.size(), 2u);
+    EXPECT_EQ(inst.inputs[0].name(), "A");
+    EXPECT_EQ(inst.input_data[0].dim(0).extent, 24);
+    EXPECT_EQ(inst.input_data[0].dim(1).extent, 8);
+    EXPECT_EQ(inst.input_data[1].dim(0).extent, 16);
+    EXPECT_EQ(inst.input_data[1].dim(1).extent, 24);
+    // The knobs are the generator's at this shape: tiles that divide N.
+    std::optional<SearchSpace> s = generator_knob_space(op, {8, 16, 24}, Target::host());
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->knobs()[0].values.size(), 3u); // 4, 8, 16
+    std::optional<SearchSpace> wide = generator_knob_space(op, {8, 64, 24}, Target::host());
+    ASSERT_TRUE(wide);
+    EXPECT_EQ(wide->knobs()[0].values.size(), 4u); // 4, 8, 16, 32
+    // The hand schedule and a config of the space compute the right answer.
+    inst.bind_inputs();
+    op.hand_schedule(inst, Target::host());
+    BufferBase want = reference_realize(inst.output, {16, 8});
+    EXPECT_LE(apps::max_relative_error(inst.realize(), want), 1e-5);
+    apps::OperatorInstance tuned = op.make({8, 16, 24});
+    tuned.bind_inputs();
+    s->apply(tuned, s->from_json({{"tile_j", 8}, {"order", "jki"}}));
+    EXPECT_LE(apps::max_relative_error(tuned.realize(), want), 1e-5);
+
+    EXPECT_EQ(error_of([&] {
+                  op.make({8, 16});
+              }),
+              "shape '8x16' for generator 'sgemm' has 2 values, but the generator's shape is 3 "
+              "(M, N, K); give 3 values, e.g. --shape 64x64x64");
+    EXPECT_EQ(error_of([] {
+                  generator_operator({"shape_without_estimates", {}}).make({16});
+              }),
+              "generator 'shape_without_estimates' declares its shape (N) but its output 'ramp' "
+              "has no estimate for 'x', so the tuner does not know the region to compute; give "
+              "one per dimension: ramp.set_estimates({{0, extent_of_x}})");
+    EXPECT_EQ(error_of([] {
+                  generator_operator({"shape_without_estimates", {{"from", "2"}}}).make({16});
+              }),
+              "generator 'shape_without_estimates': the estimate of 'x' in output 'ramp' starts at "
+              "2; the tuner computes outputs from 0, so give min 0");
+}
+
 TEST(GeneratorOperator, KnobsAreTheSearchSpaceWithTheirConstraints) {
     const apps::Operator &op = generator_operator({"tiled_blur", {}});
     std::optional<SearchSpace> s = generator_knob_space(op, {64, 48}, Target::host());
@@ -215,7 +264,9 @@ TEST(GeneratorOperator, KnobsAreTheSearchSpaceWithTheirConstraints) {
     EXPECT_EQ(s->knobs()[0].name, "tile");
     EXPECT_EQ(s->knobs()[2].values.size(), 3u);
     EXPECT_TRUE(s->valid(s->from_json({{"tile", 8}, {"vector", 4}, {"blur_x_at", "root"}})));
-    EXPECT_EQ(s->violated(Config{{0, 1, 0}}), "the generator's constraints (ctx.constraint)");
+    EXPECT_EQ(s->violated(Config{{0, 1, 0}}),
+              "generator 'tiled_blur' failed while building its algorithm: generator constraint "
+              "'tile >= 2 * vector' does not hold for tile=8, vector=8, blur_x_at=tile");
     // A config's schedule applies to a fresh instance and computes the right answer.
     apps::OperatorInstance inst = op.make({64, 48});
     s->apply(inst, s->from_json({{"tile", 16}, {"vector", 8}, {"blur_x_at", "inline"}}));
@@ -257,6 +308,37 @@ TEST(GeneratorContext, ShapesAndKnobDeclarationsAreChecked) {
     EXPECT_EQ(ctx.knob("v", {4, 8}), 8);
     EXPECT_EQ(error_of([&] { ctx.set_tolerance(-1); }),
               "set_tolerance: -1 must be a finite number >= 0");
+}
+
+TEST(GeneratorContext, ADeclaredShapeComesFromTheTunerTheParametersOrTheDefaults) {
+    GeneratorContext built(Target::host(), {{"K", "256"}});
+    EXPECT_EQ(built.shape({"M", "N", "K"}, {64, 64, 64}), (std::vector<int64_t>{64, 64, 256}));
+    EXPECT_TRUE(built.unused().empty());
+    EXPECT_EQ(built.shape_names(), (std::vector<std::string>{"M", "N", "K"}));
+    EXPECT_EQ(error_of([&] { built.shape({"M"}, {1}); }),
+              "shape: the generator declares its shape twice");
+    GeneratorContext tuned(Target::host(), {});
+    tuned.set_tuning_shape({8, 16, 24});
+    EXPECT_EQ(tuned.shape({"M", "N", "K"}, {64, 64, 64}), (std::vector<int64_t>{8, 16, 24}));
+    GeneratorContext wrong(Target::host(), {});
+    wrong.set_tuning_shape({8, 16});
+    EXPECT_EQ(error_of([&] {
+                  wrong.shape({"M", "N", "K"}, {64, 64, 64});
+              }),
+              "the shape being tuned has 2 values, but the generator's shape is 3 (M, N, K)");
+    GeneratorContext bad(Target::host(), {{"N", "0"}});
+    EXPECT_EQ(error_of([&] { bad.shape({"N"}, {8}); }),
+              "shape: parameter 'N' is 0; give a value in 1..2^31-1");
+    EXPECT_EQ(error_of([&] {
+                  GeneratorContext(Target::host(), {}).shape({"M", "N"}, {1});
+              }),
+              "shape: give one name per default value (2 names, 1 defaults)");
+    EXPECT_EQ(error_of([&] {
+                  GeneratorContext(Target::host(), {}).shape({"M", "M"}, {1, 2});
+              }),
+              "shape: the name 'M' is listed twice");
+    EXPECT_EQ(error_of([&] { GeneratorContext(Target::host(), {}).shape({"M"}, {0}); }),
+              "shape: the default of 'M' is 0; give a value in 1..2^31-1");
 }
 
 // --- the checker --------------------------------------------------------------------------------
@@ -463,6 +545,21 @@ TEST(GeneratorTune, KnobSpaceTunes) {
     EXPECT_EQ(s["ok"], 6) << r.output; // 4 trials + the default and hand schedules
 }
 
+TEST(GeneratorTune, AGeneratorThatDeclaresItsShapeTunesAtIt) {
+    TempDir dir;
+    std::string db = dir / "k.db";
+    Ran r = kiln_cli(tune_generator("sgemm", db, "--shape 16x32x24 --trials 3"));
+    ASSERT_EQ(r.status, 0) << r.output;
+    auto s = statuses(db, "sgemm", "16x32x24");
+    EXPECT_EQ(s["ok"], 5) << r.output; // 3 trials + the default and hand schedules
+    Ran wrong = kiln_cli(tune_generator("sgemm", db, "--shape 16x32 --trials 1"));
+    EXPECT_EQ(wrong.status, 1);
+    EXPECT_NE(wrong.output.find("kiln: shape '16x32' for generator 'sgemm' has 2 values, but the "
+                                "generator's shape is 3 (M, N, K)"),
+              std::string::npos)
+        << wrong.output;
+}
+
 TEST(GeneratorTune, AScheduleThatLeavesPointsUnwrittenIsAWrongAnswer) {
     TempDir dir;
     std::string db = dir / "k.db";
@@ -506,8 +603,8 @@ TEST(GeneratorTune, BadInputsSayWhatIsWrong) {
     Ran unknown = kiln_cli(tune_generator("nope", db, "--shape 8x8"));
     EXPECT_EQ(unknown.status, 1);
     EXPECT_NE(unknown.output.find("kiln: no generator called 'nope' in this program (it registers: "
-                                  "bounded, brighten, crashes, needs_offset, rounds_up, threshold, "
-                                  "throws, "
+                                  "bounded, brighten, crashes, needs_offset, rounds_up, "
+                                  "sgemm, shape_without_estimates, threshold, throws, "
                                   "tiled_blur, two_outputs)"),
               std::string::npos)
         << unknown.output;
@@ -545,8 +642,9 @@ TEST(GeneratorTune, BadInputsSayWhatIsWrong) {
               std::string::npos)
         << crashes.output;
     Ran no_shape = kiln_cli(tune_generator("brighten", db, ""));
-    EXPECT_NE(no_shape.output.find("kiln: --generator: give the extents of the generator's output "
-                                   "with --shape, e.g. --shape 4096x4096"),
+    EXPECT_NE(no_shape.output.find("kiln: --generator: give the shape to tune with --shape: the "
+                                   "extents of the generator's output (e.g. --shape 4096x4096), "
+                                   "or the values of the shape it declares with ctx.shape"),
               std::string::npos)
         << no_shape.output;
     Ran missing = kiln_cli("tune --generator " + dir.path + "/no-such-exe brighten --shape 8x8");

@@ -7,10 +7,12 @@
 #include "apps/Operator.h"
 #include "autotune/AutoSpace.h"
 #include "autotune/Features.h"
+#include "autotune/GeneratorOperator.h"
 #include "autotune/SearchSpace.h"
 #include "autotune/Templates.h"
 #include "codegen/Target.h"
 #include "lang/Error.h"
+#include "schedule/ScheduleTrace.h"
 
 using namespace kiln;
 using namespace kiln::autotune;
@@ -143,8 +145,7 @@ TEST(SearchSpace, MatmulTemplateContainsTheHandSchedule) {
     apps::register_builtin_operators();
     const apps::Operator &op = apps::find_operator("matmul");
     std::vector<int64_t> shape{64, 64, 64};
-    std::optional<SearchSpace> t = template_space(op, shape, Target::host());
-    ASSERT_TRUE(t);
+    SearchSpace t = space_for(op, shape, "template", Target::host());
     int vec = std::max(4, Target::host().vector_bits / 32);
     nlohmann::json hand = {{"lanes", std::min(vec, 16)},
                            {"tile_j", 2 * std::min(vec, 16)},
@@ -153,31 +154,64 @@ TEST(SearchSpace, MatmulTemplateContainsTheHandSchedule) {
                            {"b_panel", "at_jo"},
                            {"prod_at", "tile"},
                            {"k_unroll", 1},
-                           {"unroll_i", true},
-                           {"parallel", true}};
-    Config c = t->from_json(hand);
+                           {"unroll_i", 1},
+                           {"parallel", 1}};
+    Config c = t.from_json(hand);
+    EXPECT_EQ(c, Config{std::vector<int>(t.knobs().size(), 0)}); // the knobs' defaults
     apps::OperatorInstance inst = op.make(shape);
-    t->apply(inst, c);
+    t.apply(inst, c);
     BufferBase out = inst.realize();
     EXPECT_LE(apps::max_relative_error(out, op.reference(inst)), op.tolerance);
+}
+
+// A built-in operator is a generator: its hand schedule is its knobs at their defaults, the
+// first config of its template, schedule call for schedule call.
+TEST(SearchSpace, EachTemplatesDefaultsAreTheOperatorsHandSchedule) {
+    apps::register_builtin_operators();
+    for (const auto &[name, shape_text] :
+         std::vector<std::pair<std::string, std::string>>{{"matmul", "64x48x32"},
+                                                          {"blur", "64x48"},
+                                                          {"blur_u16", "70x20"},
+                                                          {"conv2d", "8x32x12x12"}}) {
+        const apps::Operator &op = apps::find_operator(name);
+        std::vector<int64_t> shape = apps::parse_shape(op, shape_text);
+        SearchSpace t = space_for(op, shape, "template", Target::host());
+        EXPECT_EQ(t.name(), name);
+        Config defaults{std::vector<int>(t.knobs().size(), 0)};
+        ASSERT_EQ(t.violated(defaults), "") << name;
+        apps::OperatorInstance hand = op.make(shape), tuned = op.make(shape);
+        op.hand_schedule(hand, Target::host());
+        t.apply(tuned, defaults);
+        std::string hand_trace = ScheduleTrace::capture({hand.output}).to_json_string();
+        EXPECT_FALSE(ScheduleTrace::capture({hand.output}).directives.empty()) << name;
+        EXPECT_EQ(ScheduleTrace::capture({tuned.output}).to_json_string(), hand_trace) << name;
+        EXPECT_LE(apps::max_relative_error(tuned.realize(), op.reference(tuned)), op.tolerance)
+            << name;
+    }
+    // Operators whose generators declare no knobs have no template: the automatic space.
+    const apps::Operator &softmax = apps::find_operator("softmax");
+    EXPECT_FALSE(generator_knob_space(softmax, {64, 32}, Target::host()));
 }
 
 TEST(SearchSpace, BrokenConfigIsRejectedBeforeScheduling) {
     apps::register_builtin_operators();
     const apps::Operator &op = apps::find_operator("matmul");
-    SearchSpace t = *template_space(op, {64, 64, 64}, Target::host());
-    Config c = t.at(0); // lanes 4, tile_j 4: valid
+    SearchSpace t = space_for(op, {64, 64, 64}, "template", Target::host());
+    Config c = t.at(0); // the hand schedule: valid
     ASSERT_TRUE(t.valid(c));
-    c.index[size_t(t.knob_index("tile_j"))] = 0;
-    c.index[size_t(t.knob_index("tile_i"))] = 6; // 16
-    c.index[size_t(t.knob_index("lanes"))] = 0;
-    c.index[size_t(t.knob_index("k_unroll"))] = 1; // 2: fine
-    c.index[size_t(t.knob_index("tile_j"))] = 5;   // 128 > N = 64
-    ASSERT_EQ(t.violated(c), "tile_j <= N and tile_i <= M");
+    const size_t tile_j = size_t(t.knob_index("tile_j"));
+    c.index[tile_j] = int(t.knobs()[tile_j].values.size()) - 1;
+    ASSERT_EQ(t.knobs()[tile_j].values.back(), 128); // > N
+    EXPECT_NE(t.violated(c).find("generator constraint 'tile_j <= N and tile_i <= M' does not "
+                                 "hold for "),
+              std::string::npos)
+        << t.violated(c);
     std::string message = message_of([&] { t.trace(op, {64, 64, 64}, c); });
-    EXPECT_NE(message.find("breaks the constraint '" + t.violated(c) + "' of space 'matmul'"),
+    EXPECT_NE(message.find("breaks the constraint 'generator constraint 'tile_j <= N and tile_i "
+                           "<= M' does not hold for "),
               std::string::npos)
         << message;
+    EXPECT_NE(message.find("' of space 'matmul'"), std::string::npos) << message;
 }
 
 TEST(SearchSpace, AutoSpaceSchedulesEveryOperator) {
@@ -260,28 +294,28 @@ TEST(SearchSpace, BlurAndConv2dTemplatesScheduleCorrectly) {
     };
     std::vector<Case> cases = {{"blur",
                                 "64x48",
-                                {{"tile_x", 32},
+                                {{"layout", "tiles"},
+                                 {"tile_x", 32},
                                  {"tile_y", 32},
                                  {"lanes", vec},
                                  {"blur_x_at", "tile"},
-                                 {"unroll_y", false},
-                                 {"parallel", true}}},
+                                 {"unroll_y", 0},
+                                 {"parallel", 1}}},
                                {"conv2d",
                                 "8x32x12x12",
                                 {{"lanes", std::min(vec, 16)},
                                  {"tile_co", 2 * std::min(vec, 16)},
                                  {"tile_x", 8},
                                  {"conv_at", "xo"},
-                                 {"r_order", {"r.x", "r.y", "r.z"}},
-                                 {"unroll_x", true},
-                                 {"parallel", true}}}};
+                                 {"unroll_x", 1},
+                                 {"unroll_rx", 0},
+                                 {"parallel", 1}}}};
     for (const Case &c : cases) {
         const apps::Operator &op = apps::find_operator(c.op);
         std::vector<int64_t> shape = apps::parse_shape(op, c.shape);
-        std::optional<SearchSpace> t = template_space(op, shape, Target::host());
-        ASSERT_TRUE(t) << c.op;
+        SearchSpace t = space_for(op, shape, "template", Target::host());
         apps::OperatorInstance inst = op.make(shape);
-        t->apply(inst, t->from_json(c.config));
+        t.apply(inst, t.from_json(c.config));
         BufferBase out = inst.realize();
         EXPECT_LE(apps::max_relative_error(out, op.reference(inst)), op.tolerance) << c.op;
     }

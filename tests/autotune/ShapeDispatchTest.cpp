@@ -295,9 +295,34 @@ TEST(ShapeDispatch, AShapeThatDoesNotFitTheOutputIsAnError) {
     TempDir tmp;
     Ran b = run(build_command(tmp / "out", "", tmp / "kiln.lock.json", "64x48,8x8x3"));
     EXPECT_EQ(b.status, 1);
-    EXPECT_THAT(b.output, HasSubstr("error: shape 8x8x3 of kernel 'brighten' has 3 extents, but "
-                                    "the output of generator 'brighten' has 2 dimensions (x, y); "
-                                    "list 2 extents per shape in SHAPES"));
+    EXPECT_THAT(b.output, HasSubstr("error: shape 8x8x3 of kernel 'brighten' has 3 values, but "
+                                    "the shape of generator 'brighten' has 2 (x, y); "
+                                    "list 2 values per shape in SHAPES"));
+}
+
+TEST(ShapeDispatch, AGeneratorThatDeclaresItsShapeDispatchesOnItsOutputsEstimates) {
+    TempDir tmp;
+    std::string gen = std::string(KILN_TEST_GENERATORS) + " -g sgemm -e static_library,c_header";
+    // sgemm's shape is M x N x K and its output is N x M.
+    Ran b = run(gen + " -o " + (tmp / "out") + " --shapes 16x32x24,8x64x24");
+    ASSERT_EQ(b.status, 0) << b.output;
+    EXPECT_THAT(b.output, HasSubstr("sgemm 16x32x24: the generator's hand schedule"));
+    std::string header = read_text(tmp / "out/sgemm.h");
+    EXPECT_THAT(header, HasSubstr(" *   32x16: the generator's hand schedule"));
+    EXPECT_THAT(header, HasSubstr(" *   64x8: the generator's hand schedule"));
+    Ran same = run(gen + " -o " + (tmp / "same") + " --shapes 16x32x24,16x32x8");
+    EXPECT_EQ(same.status, 1);
+    EXPECT_THAT(same.output,
+                HasSubstr("error: shapes 16x32x24 and 16x32x8 of kernel 'sgemm' both make an "
+                          "output of 32x16; the kernel chooses its variant by the output's "
+                          "extents, so list only one of them in SHAPES"));
+    Ran none = run(std::string(KILN_TEST_GENERATORS) + " -g shape_without_estimates -o " +
+                   (tmp / "none") + " --shapes 16");
+    EXPECT_EQ(none.status, 1);
+    EXPECT_THAT(none.output, HasSubstr("error: generator 'shape_without_estimates' declares its "
+                                       "shape, so each dimension of its output needs an estimate "
+                                       "from 0 (Func::set_estimates): the kernel chooses its "
+                                       "variant by the output's extents"));
 }
 
 TEST(ShapeDispatch, ThreadsSelectTheRecordsTunedWithThatManyThreads) {

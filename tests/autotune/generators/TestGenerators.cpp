@@ -93,6 +93,45 @@ Pipeline rounds_up(GeneratorContext &ctx) {
     return out;
 }
 
+/// C = A * B, whose shape (M, N, K) is not its output's extents (N, M): it declares it, and the
+/// estimates say what region to tune. The algorithm reads K from A's width, so its kernel takes
+/// any K. The tile knob's values depend on the shape: tiles that divide N.
+Pipeline sgemm(GeneratorContext &ctx) {
+    std::vector<int64_t> s = ctx.shape({"M", "N", "K"}, {64, 64, 64});
+    ImageParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
+    Var j("j"), i("i"), jo("jo"), ji("ji");
+    RDom k(0, A.width(), "k");
+    Func C("C");
+    C(j, i) = 0.0f;
+    C(j, i) += A(k, i) * B(j, k);
+    C.set_estimates({{0, s[1]}, {0, s[0]}});
+    A.set_estimates({{0, s[2]}, {0, s[0]}});
+    std::vector<int64_t> tiles;
+    for (int64_t t : {4, 8, 16, 32})
+        if (s[1] % t == 0) tiles.push_back(t);
+    if (tiles.empty()) tiles.push_back(1);
+    int tile = int(ctx.knob("tile_j", tiles));
+    std::string order = ctx.knob_choice("order", {"kji", "jki"});
+    C.split(j, jo, ji, tile).vectorize(ji);
+    Stage up = C.update(0);
+    up.split(j, jo, ji, tile).vectorize(ji);
+    if (order == "jki") up.reorder(ji, VarOrRVar("k.x", true), jo, i);
+    ctx.set_argument_order({"A", "B"});
+    ctx.set_tolerance(1e-3); // float sums of up to K products
+    return C;
+}
+
+/// Declares its shape but not its output's region (or, with from=F, a region starting at F).
+Pipeline shape_without_estimates(GeneratorContext &ctx) {
+    int64_t n = ctx.shape({"N"}, {16})[0];
+    int64_t from = ctx.get_int("from", -1);
+    Func out("ramp");
+    Var x("x");
+    out(x) = x * int(n);
+    if (from >= 0) out.set_estimate(x, from, n);
+    return out;
+}
+
 Pipeline throws(GeneratorContext &) {
     throw std::runtime_error("no coefficients for this shape");
 }
@@ -111,5 +150,7 @@ KILN_REGISTER_GENERATOR(threshold, threshold);
 KILN_REGISTER_GENERATOR(two_outputs, two_outputs);
 KILN_REGISTER_GENERATOR(needs_offset, needs_offset);
 KILN_REGISTER_GENERATOR(rounds_up, rounds_up);
+KILN_REGISTER_GENERATOR(sgemm, sgemm);
+KILN_REGISTER_GENERATOR(shape_without_estimates, shape_without_estimates);
 KILN_REGISTER_GENERATOR(throws, throws);
 KILN_REGISTER_GENERATOR(crashes, crashes);
