@@ -42,20 +42,35 @@ OperatorInstance make_blur(const std::vector<int64_t> &shape, Type t, const std:
 // (9 loads per vector, all L1 hits), so the input is streamed once, row by row, with no
 // intermediate buffer and no recomputed rows. This measured faster here than tiles of 256 x 32
 // with blur_x computed per tile (Halide's sliding window has no kiln equivalent yet).
-// The GPU kernel (target.gpu != None): a block per 32 x 8 tile of the output, a thread per
-// output; the block first computes its (32 x 10) tile of blur_x into shared memory, a thread
-// per point, then each thread reads its three rows of it. Tiles shrink to fit small images.
-void schedule_blur_gpu(OperatorInstance &inst) {
-    int W = int(inst.shape[0]) - 2, H = int(inst.shape[1]) - 2;
-    int tile_x = 32, tile_y = 8;
-    while (tile_x > 1 && tile_x > W)
-        tile_x /= 2;
-    while (tile_y > 1 && tile_y > H)
-        tile_y /= 2;
+// The GPU kernel (target.gpu != None), as knobs whose defaults are the hand schedule: a block
+// per tile_x x tile_y (32 x 8) tile of the output, a thread per output; with blur_x_at shared
+// (the default) the block first computes its tile of blur_x, two rows taller, into shared
+// memory, a thread per point, then each thread reads its three rows of it ("inline" recomputes
+// blur_x in each output's thread). Tiles shrink to fit small images; constraints keep threads
+// and shared memory per block within the device's limits.
+void schedule_blur_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
+    const int64_t W = inst.shape[0] - 2, H = inst.shape[1] - 2;
+    const int64_t bytes = inst.output.output_type().bytes();
+    int64_t hand_x = 32, hand_y = 8;
+    while (hand_x > 1 && hand_x > W)
+        hand_x /= 2;
+    while (hand_y > 1 && hand_y > H)
+        hand_y /= 2;
+    const int tile_x = int(ctx.knob("tile_x", hand_first(hand_x, powers_of_two(4, 256))));
+    const int tile_y = int(ctx.knob("tile_y", hand_first(hand_y, powers_of_two(1, 64))));
+    const bool shared = ctx.knob_choice("blur_x_at", {"shared", "inline"}) == "shared";
+    const int64_t threads = ctx.gpu_max_threads_per_block(),
+                  shared_bytes = ctx.gpu_shared_memory_bytes();
+    ctx.constraint("tile_x <= W and tile_y <= H",
+                   tile_x <= std::max<int64_t>(W, 4) && tile_y <= std::max<int64_t>(H, 1));
+    ctx.constraint("threads per block <= device limit (" + std::to_string(threads) + ")",
+                   int64_t(tile_x) * (tile_y + (shared ? 2 : 0)) <= threads);
+    ctx.constraint("shared memory per block <= device limit (" + std::to_string(shared_bytes) + ")",
+                   !shared || int64_t(tile_x) * (tile_y + 2) * bytes <= shared_bytes);
     Func blur_y = inst.output, blur_x = inst.stages[0];
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
     blur_y.gpu_tile(x, y, xo, yo, xi, yi, tile_x, tile_y);
-    blur_x.compute_at(blur_y, xo).store_in(MemoryType::GPUShared).gpu_threads(x, y);
+    if (shared) blur_x.compute_at(blur_y, xo).store_in(MemoryType::GPUShared).gpu_threads(x, y);
 }
 
 // The CPU schedule, as knobs whose defaults are the hand schedule above (strips of rows), the
@@ -64,7 +79,7 @@ void schedule_blur_gpu(OperatorInstance &inst) {
 // and whether strips or tile rows run in parallel.
 void schedule_blur(OperatorInstance &inst, GeneratorContext &ctx) {
     const Target &target = ctx.target();
-    if (target.has_gpu()) return schedule_blur_gpu(inst);
+    if (target.has_gpu()) return schedule_blur_gpu(inst, ctx);
     const int64_t W = inst.shape[0] - 2, H = inst.shape[1] - 2;
     Type t = inst.output.output_type();
     const int vec = std::max(1, target.vector_bits / t.bits);

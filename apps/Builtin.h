@@ -54,6 +54,8 @@ RowReduction row_reduction(const std::string &name, const std::function<Expr(Exp
 /// is kept in shared memory when the row fits in 32 KiB, else inlined.
 void schedule_row_reductions_gpu(OperatorInstance &inst, const std::vector<int> &partials,
                                  const std::vector<int> &totals, int row_stage, int threads = 128);
+/// The knob of that schedule's threads per row (128 by default), within the device's limit.
+int row_threads_knob(GeneratorContext &ctx);
 
 /// A buffer of the given type and extents filled with deterministic pseudo-random values from a
 /// seed: floats uniform in [lo, hi), integers uniform in [lo, hi] (rounded).

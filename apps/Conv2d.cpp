@@ -46,20 +46,32 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape) {
 // per tile); for each (ci, ky, kx) it loads two weight vectors and broadcasts 8 input values
 // into 16 vfmadd231ps. Tasks are rows of the output for one block of 32 channels; the block's
 // weights (73 KB) stay in L2 across all its rows.
-// The GPU kernel (target.gpu != None): a tiled direct convolution. A block computes a 16 x 8
-// tile of pixels for 8 output channels (blocks over pixel tiles and channel blocks); each
-// thread owns one pixel of the tile and accumulates its 8 channels in a private array (conv,
-// computed per thread), reading the zero-padded input and the weights (both inlined) from
-// global memory. Tiles shrink to fit small shapes.
-void schedule_conv2d_gpu(OperatorInstance &inst) {
-    int CO = int(inst.shape[1]), H = int(inst.shape[2]), W = int(inst.shape[3]);
-    int tile_x = 16, tile_y = 8, tile_co = 8;
-    while (tile_x > 1 && tile_x > W)
-        tile_x /= 2;
-    while (tile_y > 1 && tile_y > H)
-        tile_y /= 2;
-    while (tile_co > 1 && tile_co > CO)
-        tile_co /= 2;
+// The GPU kernel (target.gpu != None), as knobs whose defaults are the hand schedule: a tiled
+// direct convolution. A block computes a tile_x x tile_y (16 x 8) tile of pixels for tile_co (8)
+// output channels (blocks over pixel tiles and channel blocks); each thread owns one pixel of
+// the tile and accumulates its channels in a private array (conv, computed per thread), reading
+// the zero-padded input and the weights (both inlined) from global memory; the reduction's loops
+// stay in the algorithm's order (its RVars may not be reordered). unroll_co unrolls the channel
+// loop, so the sums can live in registers. Tiles shrink to fit small shapes; threads per block
+// stay within the device's limit.
+void schedule_conv2d_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
+    const int64_t CO = inst.shape[1], H = inst.shape[2], W = inst.shape[3];
+    int64_t hand_x = 16, hand_y = 8, hand_co = 8;
+    while (hand_x > 1 && hand_x > W)
+        hand_x /= 2;
+    while (hand_y > 1 && hand_y > H)
+        hand_y /= 2;
+    while (hand_co > 1 && hand_co > CO)
+        hand_co /= 2;
+    const int tile_x = int(ctx.knob("tile_x", hand_first(hand_x, powers_of_two(1, 64))));
+    const int tile_y = int(ctx.knob("tile_y", hand_first(hand_y, powers_of_two(1, 32))));
+    const int tile_co = int(ctx.knob("tile_co", hand_first(hand_co, powers_of_two(1, 32))));
+    const bool unroll_co = ctx.knob("unroll_co", {0, 1}) != 0;
+    const int64_t threads = ctx.gpu_max_threads_per_block();
+    ctx.constraint("tile_x <= W, tile_y <= H and tile_co <= C_out",
+                   tile_x <= W && tile_y <= H && tile_co <= CO);
+    ctx.constraint("threads per block <= device limit (" + std::to_string(threads) + ")",
+                   int64_t(tile_x) * tile_y <= threads);
     Func out = inst.output, conv = inst.stages[2];
     Var x("x"), y("y"), co("co"), xo("xo"), yo("yo"), coo("coo"), xi("xi"), yi("yi"), coi("coi");
     out.split(x, xo, xi, tile_x)
@@ -69,8 +81,12 @@ void schedule_conv2d_gpu(OperatorInstance &inst) {
         .gpu_blocks(xo, yo, coo)
         .gpu_threads(xi, yi);
     conv.compute_at(out, xi);
-    conv.update(0).reorder(co, x, y, VarOrRVar("r.x", true), VarOrRVar("r.y", true),
-                           VarOrRVar("r.z", true));
+    Stage up = conv.update(0).reorder(co, x, y, VarOrRVar("r.x", true), VarOrRVar("r.y", true),
+                                      VarOrRVar("r.z", true));
+    if (unroll_co) {
+        conv.unroll(co);
+        up.unroll(co);
+    }
 }
 
 // The CPU schedule, as knobs whose defaults are the hand schedule, the template the tuner
@@ -78,7 +94,7 @@ void schedule_conv2d_gpu(OperatorInstance &inst) {
 // computed, what is unrolled, and whether rows run in parallel.
 void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     const Target &target = ctx.target();
-    if (target.has_gpu()) return schedule_conv2d_gpu(inst);
+    if (target.has_gpu()) return schedule_conv2d_gpu(inst, ctx);
     const int64_t CO = inst.shape[1], W = inst.shape[3];
     const int vec = std::max(1, target.vector_bits / 32);
     int64_t hand_co = int64_t(2) * vec, hand_x = 8;

@@ -49,7 +49,8 @@ OperatorInstance make_layernorm(const std::vector<int64_t> &shape) {
 // squares, output). The reductions keep four zmm accumulators.
 void schedule_layernorm(OperatorInstance &inst, GeneratorContext &ctx) {
     const Target &target = ctx.target();
-    if (target.has_gpu()) return schedule_row_reductions_gpu(inst, {0, 3}, {1, 2, 4, 5}, -1);
+    if (target.has_gpu())
+        return schedule_row_reductions_gpu(inst, {0, 3}, {1, 2, 4, 5}, -1, row_threads_knob(ctx));
     int N = int(inst.shape[1]);
     int vec = std::max(1, target.vector_bits / 32);
     Func out = inst.output;

@@ -42,45 +42,97 @@ OperatorInstance make_matmul(const std::vector<int64_t> &shape) {
 // is an 8 x 32 tile of C held in 16 zmm accumulators (prod, computed at the row block): for each
 // k, two vector loads from B_panel, eight broadcasts of A and sixteen vfmadd231ps. Small shapes use
 // smaller tiles so that the tiles fit inside the output.
-// The GPU kernel (target.gpu != None): a block computes a 64 x 64 tile of C with 16 x 16 threads,
-// each thread a 4 x 4 group of outputs; prod, the block's tile of sums, lives in shared memory.
-// The K loop steps by 16; at each step the block's threads first copy the 16 x 64 panel of B
-// (B_panel) into shared memory, 4 values each, then each thread accumulates its 16 outputs over
-// those 16 values of k. A has no stage of its own in the algorithm, so its rows are read from
-// global memory. Small shapes halve the tiles until they fit inside the output.
-void schedule_matmul_gpu(OperatorInstance &inst) {
-    int M = int(inst.shape[0]), N = int(inst.shape[1]);
-    int tile_j = 64, tile_i = 64, out_j = 4, out_i = 4, k_step = 16;
-    while (tile_j > out_j && tile_j > N)
-        tile_j /= 2;
-    while (tile_i > out_i && tile_i > M)
-        tile_i /= 2;
+// The GPU kernel (target.gpu != None), as knobs whose defaults are the hand schedule: a block
+// computes a tile_j x tile_i (64 x 64) tile of C, each thread an out_j x out_i (4 x 4) group of
+// outputs; prod, the block's tile of sums, lives in shared memory. The K loop steps by k_step
+// (16); with b_shared (the default) the block's threads first copy the k_step x tile_j panel of B
+// (B_panel) into shared memory at each step, out_j values each, then each thread accumulates its
+// outputs over those values of k (else B is read from global memory). A has no stage of its own
+// in the algorithm, so its rows are read from global memory. With vec = 4 each thread's out_j
+// columns move in groups of 4: the copy of B's panel, the sums and the output move float4 at a
+// time (vload4/vstore4 in OpenCL, aligned float4 accesses in CUDA); the update then runs its K
+// step outside a thread's rows. Small shapes halve the default tiles until they fit inside the
+// output. Constraints keep threads and shared memory per block within the device's limits.
+void schedule_matmul_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
+    const int64_t M = inst.shape[0], N = inst.shape[1], K = inst.shape[2];
+    int64_t hand_j = 64, hand_i = 64;
+    while (hand_j > 4 && hand_j > N)
+        hand_j /= 2;
+    while (hand_i > 4 && hand_i > M)
+        hand_i /= 2;
+    const int tile_j = int(ctx.knob("tile_j", hand_first(hand_j, powers_of_two(4, 128))));
+    const int tile_i = int(ctx.knob("tile_i", hand_first(hand_i, powers_of_two(1, 128))));
+    const int out_j = int(ctx.knob("out_j", hand_first(4, powers_of_two(1, 8))));
+    const int out_i = int(ctx.knob("out_i", hand_first(4, powers_of_two(1, 8))));
+    const int k_step = int(ctx.knob("k_step", hand_first(16, powers_of_two(2, 64))));
+    const bool b_shared = ctx.knob("b_shared", {1, 0}) != 0;
+    const int vec = int(ctx.knob("vec", {1, 4}));
+    const int64_t threads = ctx.gpu_max_threads_per_block(), shared = ctx.gpu_shared_memory_bytes();
+    ctx.constraint("tile_j <= N and tile_i <= M",
+                   tile_j <= std::max<int64_t>(N, 4) && tile_i <= std::max<int64_t>(M, hand_i));
+    ctx.constraint("out_j <= tile_j and out_i <= tile_i", out_j <= tile_j && out_i <= tile_i);
+    ctx.constraint("out_j % vec == 0", out_j % vec == 0);
+    ctx.constraint("k_step <= K", k_step <= std::max<int64_t>(K, 16));
+    int64_t rows = tile_i / out_i;
+    if (b_shared) rows = std::max<int64_t>(rows, k_step);
+    ctx.constraint("threads per block <= device limit (" + std::to_string(threads) + ")",
+                   int64_t(tile_j / out_j) * rows <= threads);
+    int64_t bytes = int64_t(tile_j) * tile_i * 4;
+    if (b_shared) bytes += int64_t(tile_j) * k_step * 4;
+    ctx.constraint("shared memory per block <= device limit (" + std::to_string(shared) + ")",
+                   bytes <= shared);
+
     Func C = inst.output, B_panel = inst.stages[0], prod = inst.stages[1];
     Var j("j"), i("i"), jo("jo"), io("io"), ji("ji"), ii("ii"), kv("kv"), jt("jt"), jr("jr"),
-        it("it"), ir("ir");
+        jv("jv"), it("it"), ir("ir");
     VarOrRVar ko("k.x_o", true), ki("k.x_i", true);
-    C.tile(j, i, jo, io, ji, ii, tile_j, tile_i)
-        .split(ji, jt, jr, out_j)
-        .split(ii, it, ir, out_i)
-        .reorder(jr, ir, jt, it, jo, io)
-        .gpu_blocks(jo, io)
-        .gpu_threads(jt, it);
+    // With vec > 1, jr (a thread's out_j columns) splits into jr (groups) and jv (the
+    // vectorized lanes of a group), innermost.
+    auto columns = [&](Stage st, const Var &col) -> Stage {
+        st.split(col, jt, jr, out_j);
+        if (vec > 1) st.split(jr, jr, jv, vec);
+        return st;
+    };
+    auto vectorize = [&](Stage st) {
+        if (vec > 1) st.vectorize(jv);
+    };
+    C.tile(j, i, jo, io, ji, ii, tile_j, tile_i);
+    Stage c_stage = columns(Stage(C.function(), 0), ji);
+    c_stage.split(ii, it, ir, out_i);
+    if (vec > 1)
+        c_stage.reorder(jv, jr, ir, jt, it, jo, io);
+    else
+        c_stage.reorder(jr, ir, jt, it, jo, io);
+    c_stage.gpu_blocks(jo, io).gpu_threads(jt, it);
+    vectorize(c_stage);
     prod.compute_at(C, jo).store_in(MemoryType::GPUShared);
-    prod.split(j, jt, jr, out_j)
-        .split(i, it, ir, out_i)
-        .reorder(jr, ir, jt, it)
-        .gpu_threads(jt, it);
-    prod.update(0)
-        .split(VarOrRVar("k.x", true), ko, ki, k_step)
-        .split(j, jt, jr, out_j)
-        .split(i, it, ir, out_i)
-        .reorder(ki, jr, ir, jt, it, ko)
-        .gpu_threads(jt, it);
-    B_panel.compute_at(prod, ko)
-        .store_in(MemoryType::GPUShared)
-        .split(j, jt, jr, out_j)
-        .reorder(jr, jt, kv)
-        .gpu_threads(jt, kv);
+    Stage pure = columns(Stage(prod.function(), 0), j);
+    pure.split(i, it, ir, out_i);
+    if (vec > 1)
+        pure.reorder(jv, jr, ir, jt, it);
+    else
+        pure.reorder(jr, ir, jt, it);
+    pure.gpu_threads(jt, it);
+    vectorize(pure);
+    Stage update = prod.update(0);
+    update.split(VarOrRVar("k.x", true), ko, ki, k_step);
+    columns(update, j).split(i, it, ir, out_i);
+    if (vec > 1)
+        update.reorder(jv, jr, ir, ki, jt, it, ko);
+    else
+        update.reorder(ki, jr, ir, jt, it, ko);
+    update.gpu_threads(jt, it);
+    vectorize(update);
+    if (b_shared) {
+        B_panel.compute_at(prod, ko).store_in(MemoryType::GPUShared);
+        Stage copy = columns(Stage(B_panel.function(), 0), j);
+        if (vec > 1)
+            copy.reorder(jv, jr, jt, kv);
+        else
+            copy.reorder(jr, jt, kv);
+        copy.gpu_threads(jt, kv);
+        vectorize(copy);
+    }
 }
 
 // The CPU schedule, as knobs whose defaults are the hand schedule, the template the tuner
@@ -89,7 +141,7 @@ void schedule_matmul_gpu(OperatorInstance &inst) {
 // tile's rows, and whether the column blocks run in parallel.
 void schedule_matmul(OperatorInstance &inst, GeneratorContext &ctx) {
     const Target &target = ctx.target();
-    if (target.has_gpu()) return schedule_matmul_gpu(inst);
+    if (target.has_gpu()) return schedule_matmul_gpu(inst, ctx);
     const int64_t M = inst.shape[0], N = inst.shape[1], K = inst.shape[2];
     const int vec = std::max(1, target.vector_bits / 32);
     int64_t hand_j = int64_t(2) * vec, hand_i = 8;

@@ -1,4 +1,5 @@
 #include <limits>
+#include <string>
 
 #include "apps/Builtin.h"
 #include "lang/IROperator.h"
@@ -60,6 +61,14 @@ void schedule_row_reductions_gpu(OperatorInstance &inst, const std::vector<int> 
         .split(x, xo, xi, threads, TailStrategy::GuardWithIf)
         .reorder(xo, xi)
         .gpu_threads(xi);
+}
+
+int row_threads_knob(GeneratorContext &ctx) {
+    const int threads = int(ctx.knob("threads", hand_first(128, powers_of_two(32, 1024))));
+    ctx.constraint("threads <= device limit (" + std::to_string(ctx.gpu_max_threads_per_block()) +
+                       ")",
+                   threads <= ctx.gpu_max_threads_per_block());
+    return threads;
 }
 
 } // namespace kiln::apps

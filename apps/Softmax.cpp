@@ -43,7 +43,8 @@ OperatorInstance make_softmax(const std::vector<int64_t> &shape) {
 // independent vector accumulators (64 lanes) to hide the add latency.
 void schedule_softmax(OperatorInstance &inst, GeneratorContext &ctx) {
     const Target &target = ctx.target();
-    if (target.has_gpu()) return schedule_row_reductions_gpu(inst, {0, 3}, {1, 4, 5}, 2);
+    if (target.has_gpu())
+        return schedule_row_reductions_gpu(inst, {0, 3}, {1, 4, 5}, 2, row_threads_knob(ctx));
     int N = int(inst.shape[1]);
     int vec = std::max(1, target.vector_bits / 32);
     Func out = inst.output;

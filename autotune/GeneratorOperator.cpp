@@ -9,6 +9,7 @@
 #include <set>
 
 #include "autotune/Checker.h"
+#include "autotune/Templates.h"
 #include "driver/Generator.h"
 #include "lang/Error.h"
 #include "lang/Function.h"
@@ -338,21 +339,29 @@ void resolve_generator_operators() {
 
 std::optional<SearchSpace> generator_knob_space(const apps::Operator &op,
                                                 const std::vector<int64_t> &shape,
-                                                const Target &target) {
+                                                const Target &target, const GpuLimits *gpu_limits) {
     if (!op.generator) return std::nullopt;
     const GeneratorFunction generator = op.generator;
     const std::map<std::string, std::string> params = op.generator_params;
+    const GpuLimits limits = gpu_limits ? *gpu_limits : GpuLimits{};
+    // A context at this shape and target that sees the device's limits. (Applying a config
+    // needs none: the portable limits it then sees are never tighter.)
+    auto context = [params, target, shape, limits]() {
+        GeneratorContext ctx(target, params);
+        ctx.set_tuning_shape(shape);
+        ctx.set_gpu_limits(limits.max_threads_per_block, limits.shared_memory_bytes);
+        return ctx;
+    };
     // The knobs at this shape and target: a generator may declare other values for them (tiles
     // that fit the shape, vectors of the target's width, none on a GPU target).
     std::vector<GeneratorKnob> knobs;
     {
-        GeneratorContext ctx(target, params);
-        ctx.set_tuning_shape(shape);
+        GeneratorContext ctx = context();
         generator(ctx);
         knobs = ctx.knobs();
     }
     if (knobs.empty()) return std::nullopt;
-    SearchSpace space(op.name);
+    SearchSpace space(op.name + (target.has_gpu() ? "_gpu" : ""));
     for (const GeneratorKnob &k : knobs) {
         auto given = params.find(k.name);
         if (k.kind == GeneratorKnob::Kind::integer) {
@@ -373,23 +382,21 @@ std::optional<SearchSpace> generator_knob_space(const apps::Operator &op,
     };
     // Whether the generator accepts the values (else why not): one run per config, remembered.
     auto reasons = std::make_shared<std::map<std::map<std::string, std::string>, std::string>>();
-    space.add_constraint_with_reason(
-        [generator, params, target, shape, values, reasons](const ConfigView &c) {
-            std::map<std::string, std::string> v = values(c);
-            auto it = reasons->find(v);
-            if (it != reasons->end()) return it->second;
-            GeneratorContext ctx(target, params);
-            ctx.set_tuning_shape(shape);
-            ctx.set_knob_values(v);
-            std::string why;
-            try {
-                generator(ctx);
-            } catch (const CompileError &e) {
-                why = e.what();
-                if (why.empty()) why = "the generator refuses these knob values";
-            }
-            return (*reasons)[v] = why;
-        });
+    space.add_constraint_with_reason([generator, context, values, reasons](const ConfigView &c) {
+        std::map<std::string, std::string> v = values(c);
+        auto it = reasons->find(v);
+        if (it != reasons->end()) return it->second;
+        GeneratorContext ctx = context();
+        ctx.set_knob_values(v);
+        std::string why;
+        try {
+            generator(ctx);
+        } catch (const CompileError &e) {
+            why = e.what();
+            if (why.empty()) why = "the generator refuses these knob values";
+        }
+        return (*reasons)[v] = why;
+    });
     space.set_apply(
         [generator, params, target, values](apps::OperatorInstance &inst, const ConfigView &c) {
             apps::schedule_from_generator(generator, params, inst, target, values(c));

@@ -56,8 +56,11 @@ void resolve_generator_operators();
 /// differ by shape and target): nullopt for an operator that is not a generator's, or a
 /// generator without knobs there. A knob given as a parameter keeps
 /// that one value; configs that break a ctx.constraint are invalid.
+/// On a GPU target `gpu_limits` (the device's) reach the generator (ctx.gpu_max_threads_per_block,
+/// ctx.gpu_shared_memory_bytes), and the space's name ends in "_gpu".
 std::optional<SearchSpace> generator_knob_space(const apps::Operator &op,
                                                 const std::vector<int64_t> &shape,
-                                                const Target &target);
+                                                const Target &target,
+                                                const GpuLimits *gpu_limits = nullptr);
 
 } // namespace kiln::autotune

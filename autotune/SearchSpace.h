@@ -139,11 +139,10 @@ private:
 struct GpuLimits;
 
 /// The space of `kind` for `op` at this shape on `target`. "template": the knobs of the
-/// operator's generator at this shape and target when it declares any (a built-in operator's
-/// template, or a user generator's ctx.knob), else for a target with a GPU API the GPU template
-/// (autotune/Templates.h, gpu_template_space) within `gpu_limits` (a CompileError for an
-/// operator without one), else the automatic space (autotune/AutoSpace.h). "auto": the
-/// automatic space, CPU or GPU.
+/// operator's generator at this shape for this target (a built-in operator's template, CPU or
+/// GPU, or a user generator's ctx.knob; GPU knobs within `gpu_limits`), else the automatic CPU
+/// space (autotune/AutoSpace.h), or on a target with a GPU API a CompileError pointing at
+/// "auto". "auto": the automatic space, CPU or GPU.
 SearchSpace space_for(const apps::Operator &op, const std::vector<int64_t> &shape,
                       const std::string &kind, const Target &target,
                       const GpuLimits *gpu_limits = nullptr);

@@ -173,6 +173,11 @@ std::vector<int64_t> GeneratorContext::shape(const std::vector<std::string> &nam
     return values;
 }
 
+void GeneratorContext::set_gpu_limits(int64_t max_threads_per_block, int64_t shared_memory_bytes) {
+    gpu_threads = std::clamp<int64_t>(max_threads_per_block, 1, 1024);
+    gpu_shared = std::clamp<int64_t>(shared_memory_bytes, 0, int64_t(48) * 1024);
+}
+
 std::string GeneratorContext::knob_value(GeneratorKnob declared,
                                          const std::vector<std::string> &texts) {
     const std::string name = declared.name;

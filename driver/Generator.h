@@ -114,6 +114,14 @@ public:
     /// Set by the tuner: the shape being tuned, which shape() returns.
     void set_tuning_shape(std::vector<int64_t> shape) { tuning_shape = std::move(shape); }
 
+    /// The limits of the GPU a tuner measures on, for the constraints of a generator's GPU
+    /// knobs: threads and shared memory per block, never above kiln's portable 1024 threads and
+    /// 48 KiB, which they are when building normally or tuning without a device.
+    int64_t gpu_max_threads_per_block() const { return gpu_threads; }
+    int64_t gpu_shared_memory_bytes() const { return gpu_shared; }
+    /// Set by the tuner from the device's limits (each capped at kiln's portable one).
+    void set_gpu_limits(int64_t max_threads_per_block, int64_t shared_memory_bytes);
+
     /// A knob of the generator's schedule with its legal values (at least one, no repeats): the
     /// tuned value when tuning, else the parameter of that name when given, else the first value.
     /// A second call with the same name must list the same values. CompileError otherwise.
@@ -163,6 +171,7 @@ private:
     double tolerance_ = 1e-4;
     std::vector<std::string> shape_names_;
     std::vector<int64_t> default_shape_, tuning_shape;
+    int64_t gpu_threads = 1024, gpu_shared = int64_t(48) * 1024;
 };
 
 using GeneratorFunction = std::function<Pipeline(GeneratorContext &)>;

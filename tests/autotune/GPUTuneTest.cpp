@@ -386,11 +386,11 @@ TEST(GPUTune, GPUTemplatePointsLowerToKernels) {
           {"out_j", 4},
           {"out_i", 4},
           {"k_step", 16},
-          {"b_shared", true},
+          {"b_shared", 1},
           {"vec", 1}}},
         {"conv2d",
          {4, 16, 8, 16},
-         {{"tile_x", 16}, {"tile_y", 8}, {"tile_co", 8}, {"unroll_co", false}}},
+         {{"tile_x", 16}, {"tile_y", 8}, {"tile_co", 8}, {"unroll_co", 0}}},
         {"blur", {66, 42}, {{"tile_x", 32}, {"tile_y", 8}, {"blur_x_at", "shared"}}},
         {"softmax", {4, 300}, {{"threads", 128}}},
         {"layernorm", {4, 300}, {{"threads", 128}}},
@@ -399,7 +399,7 @@ TEST(GPUTune, GPUTemplatePointsLowerToKernels) {
     limits.max_threads_per_block = 512;
     for (const Case &c : cases) {
         const apps::Operator &op = apps::find_operator(c.op);
-        SearchSpace space = *gpu_template_space(op, c.shape, limits);
+        SearchSpace space = space_for(op, c.shape, "template", tune_target("host-opencl"), &limits);
         // The hand schedule is a point: the same kernels as op.hand_schedule.
         apps::OperatorInstance hand = op.make(c.shape), point = op.make(c.shape);
         op.hand_schedule(hand, tune_target("host-opencl"));
@@ -445,13 +445,13 @@ TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
     std::vector<int64_t> shape = {40, 72, 24}; // N = 72: tiles shift inwards, rows unaligned
     GpuLimits limits;
     limits.max_threads_per_block = 512;
-    SearchSpace space = *gpu_template_space(op, shape, limits);
+    SearchSpace space = space_for(op, shape, "template", tune_target("host-opencl"), &limits);
     Config config = space.from_json({{"tile_j", 32},
                                      {"tile_i", 16},
                                      {"out_j", 8},
                                      {"out_i", 2},
                                      {"k_step", 8},
-                                     {"b_shared", true},
+                                     {"b_shared", 1},
                                      {"vec", 4}});
     ASSERT_TRUE(space.valid(config));
     try {
@@ -460,11 +460,12 @@ TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
                          {"out_j", 2},
                          {"out_i", 2},
                          {"k_step", 8},
-                         {"b_shared", true},
+                         {"b_shared", 1},
                          {"vec", 4}});
         ADD_FAILURE() << "no error for out_j = 2 with vec = 4";
     } catch (const CompileError &e) {
-        EXPECT_NE(std::string(e.what()).find("breaks the constraint 'out_j % vec == 0'"),
+        EXPECT_NE(std::string(e.what()).find(
+                      "generator constraint 'out_j % vec == 0' does not hold for "),
                   std::string::npos)
             << e.what();
     }
@@ -529,13 +530,13 @@ TEST(GPUTune, TheCostModelsFeaturesSeeInsideTheKernels) {
     // no device.
     const apps::Operator &op = apps::find_operator("matmul");
     std::vector<int64_t> shape = {64, 96, 32};
-    SearchSpace space = *gpu_template_space(op, shape, GpuLimits{});
+    SearchSpace space = space_for(op, shape, "template", tune_target("host-cuda"));
     Config config = space.from_json({{"tile_j", 32},
                                      {"tile_i", 16},
                                      {"out_j", 4},
                                      {"out_i", 2},
                                      {"k_step", 8},
-                                     {"b_shared", true},
+                                     {"b_shared", 1},
                                      {"vec", 1}});
     ASSERT_TRUE(space.valid(config));
     apps::OperatorInstance inst = op.make(shape);
