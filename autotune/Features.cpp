@@ -4,7 +4,9 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 
+#include "lang/IRMutator.h"
 #include "lang/IROperator.h"
 #include "lang/IRToolbox.h"
 #include "lang/IRVisitor.h"
@@ -21,6 +23,94 @@ constexpr double unknown = 16.0; // extent assumed for a loop whose extent is no
 float lg(double v) {
     return float(std::log2(1.0 + std::max(0.0, v)));
 }
+
+/// gpu_thread_id(0) replaced by a Variable, so that an index can be differenced along x.
+class ThreadXAsVariable : public IRMutator {
+public:
+    explicit ThreadXAsVariable(Expr tx) : tx(std::move(tx)) {}
+
+protected:
+    using IRMutator::visit;
+    Expr visit(const Call *op) override {
+        if (op->name == intrinsic::gpu_thread_id && op->args.size() == 1 &&
+            is_const_zero(op->args[0]))
+            return tx;
+        return IRMutator::visit(op);
+    }
+    Expr tx;
+};
+
+/// How coalesced a kernel's global memory accesses are: each load and store of a buffer the
+/// kernel does not allocate (shared and private arrays are not global memory), weighted by its
+/// bytes and by how often a thread makes it, is coalesced when neighbouring threads in x touch the
+/// same element (a broadcast), neighbouring elements, or neighbouring vectors. Indices are
+/// expressed in gpu_thread_id(0) through the kernel's lets, and differenced along it with the
+/// simplifier; an index whose step is not a constant counts as not coalesced.
+class Coalescing : public IRVisitor {
+public:
+    explicit Coalescing(const std::map<std::string, Expr> &constants) : lets(constants) {}
+    double coalesced = 0, total = 0;
+
+protected:
+    using IRVisitor::visit;
+    const Expr tx = Variable::make(Int(32), "kiln.features.thread_x");
+    std::map<std::string, Expr> lets; ///< constants and the kernel's let values, substituted
+    std::set<std::string> local;      ///< buffers the kernel allocates
+    double trips = 1;                 ///< how often a thread reaches this point
+
+    Expr resolve(const Expr &e) {
+        return simplify(substitute(lets, ThreadXAsVariable(tx).mutate(e)));
+    }
+
+    void access(const std::string &buffer, const Expr &index, const Type &t) {
+        if (local.count(buffer)) return;
+        Expr i = resolve(index), base = i;
+        int64_t lanes = 1, step_expected = 1;
+        if (const auto *r = i.as<Ramp>()) {
+            base = r->base;
+            lanes = r->lanes;
+            std::optional<int64_t> within = as_const_int(simplify(r->stride));
+            step_expected = within && *within == 1 ? lanes : -1; // whole vectors side by side
+        }
+        std::optional<int64_t> step =
+            as_const_int(simplify(substitute({{"kiln.features.thread_x", tx + 1}}, base) - base));
+        const double bytes = double(t.bytes()) * double(lanes) * trips;
+        total += bytes;
+        if (step && (*step == 0 || *step == step_expected || (lanes == 1 && *step == -1)))
+            coalesced += bytes;
+    }
+    void visit(const LetStmt *op) override {
+        include(op->value);
+        lets[op->name] = resolve(op->value);
+        include(op->body);
+    }
+    void visit(const Let *op) override {
+        include(op->value);
+        lets[op->name] = resolve(op->value);
+        include(op->body);
+    }
+    void visit(const Allocate *op) override {
+        local.insert(op->name);
+        IRVisitor::visit(op);
+    }
+    void visit(const Load *op) override {
+        access(op->name, op->index, op->type);
+        IRVisitor::visit(op);
+    }
+    void visit(const Store *op) override {
+        access(op->name, op->index, op->value.type());
+        IRVisitor::visit(op);
+    }
+    void visit(const For *op) override {
+        include(op->min);
+        include(op->extent);
+        std::optional<int64_t> extent = as_const_int(resolve(op->extent));
+        const double before = trips;
+        trips *= double(extent.value_or(int64_t(unknown)));
+        include(op->body);
+        trips = before;
+    }
+};
 
 class Analysis : public IRVisitor {
 public:
@@ -43,6 +133,7 @@ public:
     const std::vector<DeviceKernel> *kernels = nullptr;
     int launches = 0, max_threads = 0;
     double gpu_blocks = 0, max_shared = 0;
+    double global_bytes = 0, coalesced_bytes = 0; ///< the kernels' global accesses, per run
 
     /// The value of e when the known constants make it one: the simplifier decides, with the IR's
     /// own (Euclidean) division.
@@ -162,6 +253,10 @@ protected:
         Frame body = frames.back();
         frames.pop_back();
         const double runs = blocks * threads;
+        Coalescing c(env);
+        c.include(k.body);
+        global_bytes += c.total * runs;
+        coalesced_bytes += c.coalesced * runs;
         Frame &parent = frames.back();
         parent.load_bytes += body.load_bytes * runs;
         parent.store_bytes += body.store_bytes * runs;
@@ -239,7 +334,8 @@ const std::vector<std::string> &feature_names() {
                               "gpu_threads_per_block",
                               "gpu_warps_per_block",
                               "log2_gpu_shared_bytes",
-                              "gpu_occupancy"})
+                              "gpu_occupancy",
+                              "gpu_coalesced_fraction"})
             n.push_back(s);
         return n;
     }();
@@ -321,6 +417,8 @@ std::vector<float> loop_nest_features(const LoweredFunc &f, const apps::Operator
         occupancy = std::min(1.0, per_sm * a.max_threads / 2048.0);
     }
     v.push_back(float(occupancy));
+    // The share of the kernels' global memory bytes that neighbouring threads access side by side.
+    v.push_back(float(a.global_bytes > 0 ? a.coalesced_bytes / a.global_bytes : 0));
     return v;
 }
 

@@ -524,6 +524,42 @@ TEST(GPUTune, Matmul64OnOpenCL) {
 
 } // namespace
 
+TEST(GPUTune, TheCoalescingFeatureSeesWhetherNeighbouringThreadsReadNeighbouringElements) {
+    // out(x, y) = 2 in(x, y), with threads along x (every load and store coalesced), then with
+    // threads along y (neighbouring threads a row apart: none), then both dimensions in x.
+    auto fraction = [](bool threads_along_x) {
+        apps::OperatorInstance inst;
+        ImageParam in(Float(32), 2, "in");
+        Func out("out");
+        Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+        out(x, y) = in(x, y) * 2.0f;
+        if (threads_along_x)
+            out.gpu_tile(x, y, xo, yo, xi, yi, 32, 4);
+        else
+            out.gpu_tile(y, x, yo, xo, yi, xi, 32, 4);
+        inst.inputs = {in};
+        inst.input_data = {BufferBase(Float(32), {64, 64}, "in")};
+        inst.output = out;
+        inst.output_extents = {64, 64};
+        std::vector<float> f = loop_nest_features(inst.pipeline().lower(), inst);
+        const std::vector<std::string> &names = feature_names();
+        return f[size_t(std::find(names.begin(), names.end(), "gpu_coalesced_fraction") -
+                        names.begin())];
+    };
+    EXPECT_EQ(fraction(true), 1.0f);
+    EXPECT_EQ(fraction(false), 0.0f);
+    // The matmul template's default: C and B's panel are read and written along x.
+    const apps::Operator &op = apps::find_operator("matmul");
+    apps::OperatorInstance mm = op.make({64, 64, 64});
+    op.hand_schedule(mm, tune_target("host-opencl"));
+    std::vector<float> f = loop_nest_features(mm.pipeline().lower(), mm);
+    const std::vector<std::string> &names = feature_names();
+    float c =
+        f[size_t(std::find(names.begin(), names.end(), "gpu_coalesced_fraction") - names.begin())];
+    EXPECT_GT(c, 0.0f);
+    EXPECT_LT(c, 1.0f); // A's rows are read by every thread of a row: not along x
+}
+
 TEST(GPUTune, TheCostModelsFeaturesSeeInsideTheKernels) {
     // The features of a GPU schedule count what its kernels do (each body once per thread of
     // every block) and describe the launch; a CPU schedule's GPU features are zero. Lowering needs
@@ -564,8 +600,9 @@ TEST(GPUTune, TheCostModelsFeaturesSeeInsideTheKernels) {
     apps::OperatorInstance cpu = op.make(shape);
     op.hand_schedule(cpu, Target::host());
     std::vector<float> g = loop_nest_features(cpu.pipeline().lower(), cpu);
-    for (const char *name : {"gpu_launches", "log2_gpu_blocks", "gpu_threads_per_block",
-                             "gpu_warps_per_block", "log2_gpu_shared_bytes", "gpu_occupancy"}) {
+    for (const char *name :
+         {"gpu_launches", "log2_gpu_blocks", "gpu_threads_per_block", "gpu_warps_per_block",
+          "log2_gpu_shared_bytes", "gpu_occupancy", "gpu_coalesced_fraction"}) {
         const std::vector<std::string> &names = feature_names();
         EXPECT_EQ(g[size_t(std::find(names.begin(), names.end(), name) - names.begin())], 0.0f)
             << name;
