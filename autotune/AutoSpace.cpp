@@ -30,6 +30,10 @@ struct Shape {
         std::string x; ///< its first pure variable
         int dims = 0;
         std::vector<std::string> consumers; ///< other producers that call it
+        std::vector<std::string> args;      ///< its pure variables
+        /// Its reductions that keep every pure variable in place: update index and RVar names
+        /// (a register tile can put their pure loops inside their reduction loops).
+        std::vector<std::pair<int, std::vector<std::string>>> reductions;
     };
     std::vector<Producer> producers;
     int lanes = 4; ///< natural vector lanes of the output type
@@ -58,11 +62,27 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
     }
     for (const Func &p : inst.stages) {
         if (p.name() == s.out) continue;
-        s.producers.push_back({p.name(),
-                               p.num_updates() > 0,
-                               p.args().empty() ? "" : p.args()[0],
-                               p.dimensions(),
-                               {}});
+        Shape::Producer prod{p.name(),
+                             p.num_updates() > 0,
+                             p.args().empty() ? "" : p.args()[0],
+                             p.dimensions(),
+                             {},
+                             p.args(),
+                             {}};
+        for (int u = 0; u < p.num_updates(); u++) {
+            const Definition &d = p.update_definition(u);
+            bool in_place = d.rdom && !d.rdom->vars.empty() && d.args.size() == p.args().size();
+            for (size_t a = 0; in_place && a < d.args.size(); a++) {
+                const Variable *v = d.args[a].as<Variable>();
+                in_place = v && v->name == p.args()[a];
+            }
+            if (!in_place) continue;
+            std::vector<std::string> rvars;
+            for (const auto &r : d.rdom->vars)
+                rvars.push_back(r.name);
+            prod.reductions.emplace_back(u, rvars);
+        }
+        s.producers.push_back(std::move(prod));
     }
     for (const Func &c : inst.stages) {
         for (const FunctionPtr &callee : direct_callees(c.function())) {
@@ -125,6 +145,23 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         }
         space.add_choice(p.name + "_at", where);
         if (p.dims > 0) space.add_bool(p.name + "_vectorize");
+        // A register tile (the space-reduction-space nest of a matmul micro-kernel): a reduction
+        // computed per tile of the output with its pure loops inside its reduction loops, the
+        // innermost vectorized and all of them unrolled, so the tile's sums stay in registers
+        // while the reduction streams through them.
+        if (!p.reductions.empty() && d > 1) {
+            std::string key = p.name + "_register_tile";
+            space.add_bool(key);
+            std::string at = p.name + "_at";
+            space.add_constraint(
+                key + " needs " + at + " tile (a region of constant size)",
+                [key, at](const ConfigView &c) { return !c.b(key) || c.s(at) == "tile"; });
+            space.add_constraint(key + " needs tile_x * tile_y / vector <= 32 (the registers)",
+                                 [key](const ConfigView &c) {
+                                     return !c.b(key) ||
+                                            c.i("tile_x") * c.i("tile_y") / c.i("vector") <= 32;
+                                 });
+        }
     }
 
     if (d > 0) {
@@ -265,10 +302,39 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             } else {
                 p.compute_at(f, V(tile_loop));
             }
+            const Shape::Producer *info = nullptr;
+            for (const Shape::Producer &sp : s.producers)
+                if (sp.name == p.name()) info = &sp;
+            const bool register_tile =
+                info && c.has(p.name() + "_register_tile") && c.b(p.name() + "_register_tile");
+            if (register_tile) {
+                const int lanes = int(c.i("vector"));
+                const std::vector<std::string> &args = info->args;
+                for (size_t a = 1; a < args.size(); a++)
+                    p.unroll(V(args[a]));
+                for (const auto &[u, rvars] : info->reductions) {
+                    Stage st = p.update(u);
+                    std::vector<VarOrRVar> order;
+                    if (lanes > 1) {
+                        // RoundUp: the region is a tile whose x extent is a multiple of vector.
+                        st.split(V(args[0]), V(args[0]), V(args[0] + "_v"), lanes,
+                                 TailStrategy::RoundUp);
+                        order.push_back(V(args[0] + "_v"));
+                    }
+                    for (const std::string &a : args)
+                        order.push_back(V(a));
+                    for (const std::string &r : rvars)
+                        order.emplace_back(r, true);
+                    st.reorder(order);
+                    if (lanes > 1) st.vectorize(V(args[0] + "_v"));
+                    for (const std::string &a : args)
+                        st.unroll(V(a));
+                }
+            }
             if (p.dimensions() > 0 && c.b(p.name() + "_vectorize")) {
                 int lanes = int(std::max<int64_t>(c.i("vector"), 2));
                 p.vectorize(V(p.args()[0]), lanes);
-                for (int u = 0; u < p.num_updates(); u++) {
+                for (int u = 0; u < p.num_updates() && !register_tile; u++) {
                     const Definition &def = p.update_definition(u);
                     const Variable *v = def.args.empty() ? nullptr : def.args[0].as<Variable>();
                     if (v && v->name == p.args()[0]) p.update(u).vectorize(V(p.args()[0]), lanes);

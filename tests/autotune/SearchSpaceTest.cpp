@@ -12,6 +12,7 @@
 #include "autotune/Templates.h"
 #include "codegen/Target.h"
 #include "lang/Error.h"
+#include "lang/IRVisitor.h"
 #include "schedule/ScheduleTrace.h"
 
 using namespace kiln;
@@ -323,6 +324,50 @@ TEST(SearchSpace, BlurAndConv2dTemplatesScheduleCorrectly) {
 
 // The automatic space's rfactor knob (a long reduction into a small output) gives legal
 // schedules: every config that turns it on lowers and computes what the reference computes.
+// The register tile of a reduction computed per tile of the output: matmul's prod with its j
+// and i loops inside the k loop, vectorized and unrolled, so nothing but k loops around the tile's
+// sums (no loop inside it); and it computes what the reference computes.
+TEST(AutoSpace, ARegisterTileLeavesNoLoopInsideTheReduction) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("matmul");
+    const std::vector<int64_t> shape{64, 64, 48};
+    SearchSpace s = auto_space(op, shape, Target::host());
+    std::mt19937_64 rng(11);
+    int checked = 0;
+    for (int i = 0; i < 20000 && checked < 3; i++) {
+        Config c = s.random(rng);
+        c.index[size_t(s.knob_index("prod_register_tile"))] = 1;
+        c.index[size_t(s.knob_index("prod_at"))] =
+            int(s.knobs()[size_t(s.knob_index("prod_at"))].values.size()) - 1; // tile
+        if (!s.valid(c) || s.to_json(c)["vector"] == 1) continue;
+        apps::OperatorInstance inst = op.make(shape);
+        s.apply(inst, c);
+        LoweredFunc f = inst.pipeline().lower();
+        class InsideK : public IRVisitor {
+        public:
+            int k_loops = 0, loops_inside_k = 0, depth_in_k = 0;
+
+        protected:
+            using IRVisitor::visit;
+            void visit(const For *op) override {
+                bool k = op->name.find("prod.s1.k") != std::string::npos;
+                if (depth_in_k > 0) loops_inside_k++;
+                k_loops += k;
+                depth_in_k += k;
+                IRVisitor::visit(op);
+                depth_in_k -= k;
+            }
+        } v;
+        v.include(f.body);
+        EXPECT_GE(v.k_loops, 1) << s.to_json(c).dump();
+        EXPECT_EQ(v.loops_inside_k, 0) << s.to_json(c).dump();
+        EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance)
+            << s.to_json(c).dump();
+        checked++;
+    }
+    EXPECT_EQ(checked, 3);
+}
+
 TEST(AutoSpace, RfactorOfALongReductionLowersAndMatchesTheReference) {
     apps::Operator op;
     op.name = "row_sums";
