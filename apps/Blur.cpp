@@ -51,11 +51,8 @@ OperatorInstance make_blur(const std::vector<int64_t> &shape, Type t, const std:
 void schedule_blur_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
     const int64_t W = inst.shape[0] - 2, H = inst.shape[1] - 2;
     const int64_t bytes = inst.output.output_type().bytes();
-    int64_t hand_x = 32, hand_y = 8;
-    while (hand_x > 1 && hand_x > W)
-        hand_x /= 2;
-    while (hand_y > 1 && hand_y > H)
-        hand_y /= 2;
+    const int64_t hand_x = halved_to_fit(32, W);
+    const int64_t hand_y = halved_to_fit(8, H);
     const int tile_x = int(ctx.knob("tile_x", hand_first(hand_x, powers_of_two(4, 256))));
     const int tile_y = int(ctx.knob("tile_y", hand_first(hand_y, powers_of_two(1, 64))));
     const bool shared = ctx.knob_choice("blur_x_at", {"shared", "inline"}) == "shared";

@@ -33,6 +33,9 @@ void define_by_generator(Operator &op, const BuiltinSchedule &schedule);
 std::vector<int64_t> hand_first(int64_t hand, const std::vector<int64_t> &values);
 /// lo, 2 lo, ... up to hi.
 std::vector<int64_t> powers_of_two(int64_t lo, int64_t hi);
+/// A hand schedule's tile for a small shape: `tile` halved while it exceeds `extent`, down to
+/// no less than `smallest`.
+int64_t halved_to_fit(int64_t tile, int64_t extent, int64_t smallest = 1);
 
 /// A row reduction written for vector hardware: total(y) reduces value(x, y) over x in [0, n).
 /// partial(l, y) reduces the elements x = l + lanes * b for the full blocks b < n / lanes (so a

@@ -56,13 +56,9 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape) {
 // stay within the device's limit.
 void schedule_conv2d_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
     const int64_t CO = inst.shape[1], H = inst.shape[2], W = inst.shape[3];
-    int64_t hand_x = 16, hand_y = 8, hand_co = 8;
-    while (hand_x > 1 && hand_x > W)
-        hand_x /= 2;
-    while (hand_y > 1 && hand_y > H)
-        hand_y /= 2;
-    while (hand_co > 1 && hand_co > CO)
-        hand_co /= 2;
+    const int64_t hand_x = halved_to_fit(16, W);
+    const int64_t hand_y = halved_to_fit(8, H);
+    const int64_t hand_co = halved_to_fit(8, CO);
     const int tile_x = int(ctx.knob("tile_x", hand_first(hand_x, powers_of_two(1, 64))));
     const int tile_y = int(ctx.knob("tile_y", hand_first(hand_y, powers_of_two(1, 32))));
     const int tile_co = int(ctx.knob("tile_co", hand_first(hand_co, powers_of_two(1, 32))));
@@ -97,11 +93,8 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     if (target.has_gpu()) return schedule_conv2d_gpu(inst, ctx);
     const int64_t CO = inst.shape[1], W = inst.shape[3];
     const int vec = std::max(1, target.vector_bits / 32);
-    int64_t hand_co = int64_t(2) * vec, hand_x = 8;
-    while (hand_co > 1 && hand_co > CO)
-        hand_co /= 2;
-    while (hand_x > 1 && hand_x > W)
-        hand_x /= 2;
+    const int64_t hand_co = halved_to_fit(int64_t(2) * vec, CO);
+    const int64_t hand_x = halved_to_fit(8, W);
     const int lanes =
         int(ctx.knob("lanes", hand_first(std::min<int64_t>(vec, hand_co), {4, 8, 16})));
     const int tile_co = int(ctx.knob("tile_co", hand_first(hand_co, powers_of_two(4, 64))));

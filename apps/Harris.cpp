@@ -56,11 +56,7 @@ void schedule_harris(OperatorInstance &inst, GeneratorContext &ctx) {
     const Target &target = ctx.target();
     int W = int(inst.shape[0]) - 4, H = int(inst.shape[1]) - 4;
     int vec = std::max(1, target.vector_bits / 32);
-    int tile_x = 256, tile_y = 32;
-    while (tile_x > 1 && tile_x > W)
-        tile_x /= 2;
-    while (tile_y > 1 && tile_y > H)
-        tile_y /= 2;
+    const int tile_x = int(halved_to_fit(256, W)), tile_y = int(halved_to_fit(32, H));
     int lanes = std::min(vec, tile_x);
     Func out = inst.output;
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");

@@ -55,11 +55,8 @@ OperatorInstance make_matmul(const std::vector<int64_t> &shape) {
 // output. Constraints keep threads and shared memory per block within the device's limits.
 void schedule_matmul_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
     const int64_t M = inst.shape[0], N = inst.shape[1], K = inst.shape[2];
-    int64_t hand_j = 64, hand_i = 64;
-    while (hand_j > 4 && hand_j > N)
-        hand_j /= 2;
-    while (hand_i > 4 && hand_i > M)
-        hand_i /= 2;
+    const int64_t hand_j = halved_to_fit(64, N, 4);
+    const int64_t hand_i = halved_to_fit(64, M, 4);
     const int tile_j = int(ctx.knob("tile_j", hand_first(hand_j, powers_of_two(4, 128))));
     const int tile_i = int(ctx.knob("tile_i", hand_first(hand_i, powers_of_two(1, 128))));
     const int out_j = int(ctx.knob("out_j", hand_first(4, powers_of_two(1, 8))));
@@ -144,11 +141,8 @@ void schedule_matmul(OperatorInstance &inst, GeneratorContext &ctx) {
     if (target.has_gpu()) return schedule_matmul_gpu(inst, ctx);
     const int64_t M = inst.shape[0], N = inst.shape[1], K = inst.shape[2];
     const int vec = std::max(1, target.vector_bits / 32);
-    int64_t hand_j = int64_t(2) * vec, hand_i = 8;
-    while (hand_j > 1 && hand_j > N)
-        hand_j /= 2;
-    while (hand_i > 1 && hand_i > M)
-        hand_i /= 2;
+    const int64_t hand_j = halved_to_fit(int64_t(2) * vec, N);
+    const int64_t hand_i = halved_to_fit(8, M);
     const int lanes =
         int(ctx.knob("lanes", hand_first(std::min<int64_t>(vec, hand_j), {4, 8, 16})));
     const int tile_j = int(ctx.knob("tile_j", hand_first(hand_j, powers_of_two(4, 128))));

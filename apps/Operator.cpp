@@ -338,6 +338,12 @@ std::vector<int64_t> hand_first(int64_t hand, const std::vector<int64_t> &values
     return r;
 }
 
+int64_t halved_to_fit(int64_t tile, int64_t extent, int64_t smallest) {
+    while (tile > smallest && tile > extent)
+        tile /= 2;
+    return tile;
+}
+
 std::vector<int64_t> powers_of_two(int64_t lo, int64_t hi) {
     std::vector<int64_t> r;
     for (int64_t v = lo; v <= hi; v *= 2)

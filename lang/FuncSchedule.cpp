@@ -718,14 +718,22 @@ Func &Func::reorder_storage(const std::vector<Var> &vars) {
     return *this;
 }
 
+namespace {
+
+/// CompileError "<what>: 'v' is not a dimension of 'f'; its dimensions are ..." unless it is one.
+void check_dimension(const char *what, const Func &f, const Var &var) {
+    if (std::find(f.args().begin(), f.args().end(), var.name()) != f.args().end()) return;
+    std::string legal;
+    for (const std::string &a : f.args())
+        legal += (legal.empty() ? "" : ", ") + a;
+    user_error(what, ": '", var.name(), "' is not a dimension of '", f.name(),
+               "'; its dimensions are ", legal);
+}
+
+} // namespace
+
 Func &Func::bound(const Var &var, int min, int extent) {
-    if (std::find(args().begin(), args().end(), var.name()) == args().end()) {
-        std::string legal;
-        for (const std::string &a : args())
-            legal += (legal.empty() ? "" : ", ") + a;
-        user_error("bound: '", var.name(), "' is not a dimension of '", name(),
-                   "'; its dimensions are ", legal);
-    }
+    check_dimension("bound", *this, var);
     if (extent < 0) {
         user_error("bound: extent of '", var.name(), "' in '", name(), "' must be >= 0, got ",
                    extent);
@@ -735,13 +743,7 @@ Func &Func::bound(const Var &var, int min, int extent) {
 }
 
 Func &Func::set_estimate(const Var &var, int64_t min, int64_t extent) {
-    if (std::find(args().begin(), args().end(), var.name()) == args().end()) {
-        std::string legal;
-        for (const std::string &a : args())
-            legal += (legal.empty() ? "" : ", ") + a;
-        user_error("set_estimate: '", var.name(), "' is not a dimension of '", name(),
-                   "'; its dimensions are ", legal);
-    }
+    check_dimension("set_estimate", *this, var);
     if (extent < 1 || extent > INT32_MAX || min < INT32_MIN || min > INT32_MAX - extent) {
         user_error("set_estimate: the estimate of '", var.name(), "' in '", name(), "' is min ",
                    min, " extent ", extent,
