@@ -333,7 +333,10 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             }
             if (p.dimensions() > 0 && c.b(p.name() + "_vectorize")) {
                 int lanes = int(std::max<int64_t>(c.i("vector"), 2));
-                p.vectorize(V(p.args()[0]), lanes);
+                // GuardWithIf: a producer's region may be narrower than a vector (conv2d's
+                // w_packed computed per output channel), where ShiftInwards would read before
+                // the input's start.
+                p.vectorize(V(p.args()[0]), lanes, TailStrategy::GuardWithIf);
                 for (int u = 0; u < p.num_updates() && !register_tile; u++) {
                     const Definition &def = p.update_definition(u);
                     const Variable *v = def.args.empty() ? nullptr : def.args[0].as<Variable>();

@@ -368,6 +368,34 @@ TEST(AutoSpace, ARegisterTileLeavesNoLoopInsideTheReduction) {
     EXPECT_EQ(checked, 3);
 }
 
+// A producer vectorized where its region is narrower than a vector (conv2d's w_packed computed
+// inside the output-channel loop: one channel) stays inside its input: every such config passes
+// the checks at the shape and matches the reference (with ShiftInwards tails, they read w at
+// channel -1 and were rejected before measuring).
+TEST(AutoSpace, AProducerNarrowerThanAVectorStaysInsideItsInput) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("conv2d");
+    const std::vector<int64_t> shape{4, 16, 8, 12};
+    SearchSpace s = auto_space(op, shape, Target::host());
+    std::mt19937_64 rng(5);
+    int checked = 0;
+    for (int i = 0; i < 20000 && checked < 4; i++) {
+        Config c = s.random(rng);
+        nlohmann::json j = s.to_json(c);
+        if (!s.valid(c) || !j["w_packed_vectorize"].get<bool>() || j["w_packed_at"] == "root")
+            continue;
+        apps::OperatorInstance inst = op.make(shape);
+        s.apply(inst, c);
+        std::optional<std::string> failed;
+        loop_nest_features(inst.pipeline().lower(), inst, &failed);
+        EXPECT_FALSE(failed) << j.dump() << ": " << failed.value_or("");
+        EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance)
+            << j.dump();
+        checked++;
+    }
+    EXPECT_EQ(checked, 4);
+}
+
 TEST(AutoSpace, RfactorOfALongReductionLowersAndMatchesTheReference) {
     apps::Operator op;
     op.name = "row_sums";
