@@ -6,8 +6,9 @@
 // measurements back to back). scripts/bench.sh builds everything and calls this. Exit status 1
 // when some result was wrong or some run failed (a missing executable is not a failure).
 //
-//   bench_driver --bin-dir DIR [--quick] [--only WORKLOAD] [--rounds N] [--threads 1,2]
-//                [--reps R] [--impls kiln,openblas,...] [--out FILE.md] [--jsonl FILE]
+//   bench_driver --bin-dir DIR [--quick] [--only WORKLOAD [--shape S]] [--rounds N]
+//                [--threads 1,2] [--reps R] [--impls kiln,openblas,...] [--out FILE.md]
+//                [--jsonl FILE]
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,7 +127,7 @@ std::string fmt_ms(double ms) {
 } // namespace
 
 int main(int argc, char **argv) {
-    std::string bin_dir = ".", only, out_md, out_jsonl;
+    std::string bin_dir = ".", only, shape, out_md, out_jsonl;
     bool quick = false;
     int rounds = -1, reps = -1;
     std::vector<int> threads = {1, 2};
@@ -143,6 +144,8 @@ int main(int argc, char **argv) {
             quick = true;
         else if (a == "--only")
             only = need();
+        else if (a == "--shape")
+            shape = need();
         else if (a == "--rounds")
             rounds = std::atoi(need().c_str());
         else if (a == "--reps")
@@ -158,9 +161,9 @@ int main(int argc, char **argv) {
             for (const std::string &t : split(need(), ','))
                 threads.push_back(std::atoi(t.c_str()));
         } else if (a == "--help" || a == "-h") {
-            std::printf(
-                "usage: bench_driver --bin-dir DIR [--quick] [--only WORKLOAD] [--rounds N] "
-                "[--threads 1,2] [--reps R] [--impls a,b] [--out FILE.md] [--jsonl FILE]\n");
+            std::printf("usage: bench_driver --bin-dir DIR [--quick] [--only WORKLOAD [--shape S]] "
+                        "[--rounds N] [--threads 1,2] [--reps R] [--impls a,b] [--out FILE.md] "
+                        "[--jsonl FILE]\n");
             return 0;
         } else {
             usage_error("unknown argument '" + a + "'; try --help");
@@ -180,10 +183,16 @@ int main(int argc, char **argv) {
         rows = {{"matmul", "256x256x256"}, {"matmul", "100x120x140"}, {"conv2d", "1x16x28x28x16"},
                 {"blur", "512x512"},       {"blur_u16", "512x512"},   {"softmax", "256x1024"}};
     } else {
+        // 4096x64x4096: a skinny matmul (M = K = 4096, N = 64).
         rows = {{"matmul", "512x512x512"},    {"matmul", "1024x1024x1024"},
                 {"matmul", "2048x2048x2048"}, {"matmul", "1000x1000x1000"},
-                {"conv2d", "1x64x56x56x64"},  {"blur", "4096x4096"},
-                {"blur_u16", "4096x4096"},    {"softmax", "4096x4096"}};
+                {"matmul", "4096x64x4096"},   {"conv2d", "1x64x56x56x64"},
+                {"blur", "4096x4096"},        {"blur_u16", "4096x4096"},
+                {"softmax", "4096x4096"}};
+    }
+    if (!shape.empty()) {
+        if (only.empty()) usage_error("--shape " + shape + " needs --only WORKLOAD");
+        rows = {{only, shape}};
     }
     if (!only.empty()) {
         std::vector<Row> kept;
