@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -234,6 +235,19 @@ std::optional<tuning_db::CostModelRecord> update_saved_model(tuning_db::Database
     r.evaluation = evaluate_held_out(rows).to_json();
     r.id = db.record_cost_model(r);
     return r;
+}
+
+std::string cost_model_summary(const tuning_db::CostModelRecord &m) {
+    std::string line = "cost model: trained on " + std::to_string(m.rows) + " configs of " +
+                       std::to_string(m.workloads) + " workloads, saved to " + m.file;
+    const nlohmann::json &held = m.evaluation["held_out"];
+    if (!held.empty()) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "; ranks held-out workloads with Kendall's tau %.2f",
+                      m.evaluation["mean_kendall_tau"].get<double>());
+        line += std::string(buf) + " (" + std::to_string(held.size()) + " workloads)";
+    }
+    return line + "\n";
 }
 
 } // namespace kiln::autotune

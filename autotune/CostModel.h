@@ -95,4 +95,9 @@ std::string saved_model_path(const std::string &db_path, int64_t target_id);
 std::optional<tuning_db::CostModelRecord> update_saved_model(tuning_db::Database &db,
                                                              int64_t target_id);
 
+/// The summary line of a saved model: "cost model: trained on N configs of W workloads, saved to
+/// FILE; ranks held-out workloads with Kendall's tau T (H workloads)" (the last part when it was
+/// evaluated), with a newline. The tuner's and a --tasks job's summaries print it.
+std::string cost_model_summary(const tuning_db::CostModelRecord &m);
+
 } // namespace kiln::autotune

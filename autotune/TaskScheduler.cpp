@@ -207,9 +207,7 @@ void print_job_summary(const JobResult &job, const TuneOptions &o, std::ostream 
     std::snprintf(line, sizeof line, "weighted time (sum of weight x best): %.4g ms%s\n", weighted,
                   all_measured ? "" : " (tasks without a time left out)");
     out << line;
-    if (job.cost_model)
-        out << "cost model: trained on " << job.cost_model->rows << " configs of "
-            << job.cost_model->workloads << " workloads, saved to " << job.cost_model->file << "\n";
+    if (job.cost_model) out << cost_model_summary(*job.cost_model);
     if (job.interrupted)
         out << "stopped; every finished measurement is saved in " << o.db_path
             << ". Resume with the same command (kiln tune "

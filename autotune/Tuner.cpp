@@ -788,19 +788,7 @@ void Tuner::print_summary(const std::optional<tuning_db::BestConfig> &b) {
     if (result.prior_rows > 0)
         out << "the model started from " << result.prior_rows << " measured configs of "
             << result.prior_workloads << " other workloads on this target\n";
-    if (result.cost_model) {
-        const tuning_db::CostModelRecord &m = *result.cost_model;
-        out << "cost model: trained on " << m.rows << " configs of " << m.workloads
-            << " workloads, saved to " << m.file;
-        const nlohmann::json &held = m.evaluation["held_out"];
-        if (!held.empty()) {
-            char buf[96];
-            std::snprintf(buf, sizeof buf, "; ranks held-out workloads with Kendall's tau %.2f",
-                          m.evaluation["mean_kendall_tau"].get<double>());
-            out << buf << " (" << held.size() << " workloads)";
-        }
-        out << "\n";
-    }
+    if (result.cost_model) out << cost_model_summary(*result.cost_model);
     if (result.rejected > 0)
         out << result.rejected
             << " of the search configs were rejected before measuring (compile_error: the schedule "
