@@ -300,12 +300,6 @@ void schedule_from_generator(const GeneratorFunction &generator,
     ScheduleTrace::capture(scheduled.output_funcs()).apply({inst.output});
 }
 
-void schedule_from_generator(const Operator &op, OperatorInstance &inst, const Target &target,
-                             const std::map<std::string, std::string> &knob_values) {
-    if (!op.generator) internal_error("operator '", op.name, "' is not defined by a generator");
-    schedule_from_generator(op.generator, op.generator_params, inst, target, knob_values);
-}
-
 void define_by_generator(Operator &op, const BuiltinSchedule &schedule) {
     internal_assert(op.make && !op.shape_names.empty(), "define_by_generator: ", op.name,
                     " needs make and its shape names");

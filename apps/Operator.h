@@ -81,11 +81,8 @@ struct Operator {
 };
 
 /// The generator's schedule for `target` at the instance's shape (its knobs at their defaults,
-/// or at `knob_values`), replayed onto the instance: the hand_schedule of an operator defined
-/// by a generator. Raises what the generator raises.
-void schedule_from_generator(const Operator &op, OperatorInstance &inst, const Target &target,
-                             const std::map<std::string, std::string> &knob_values = {});
-/// The same for a generator run with `params`.
+/// or at `knob_values`), run with `params` and replayed onto the instance: the hand_schedule of
+/// an operator defined by a generator. Raises what the generator raises.
 void schedule_from_generator(const GeneratorFunction &generator,
                              const std::map<std::string, std::string> &params,
                              OperatorInstance &inst, const Target &target,

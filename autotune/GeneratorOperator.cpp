@@ -288,9 +288,7 @@ const apps::Operator &generator_operator(const GeneratorSpec &spec) {
                declared = !ctx.shape_names().empty()](const std::vector<int64_t> &shape) {
         if (declared && shape.size() != names.size()) {
             user_error("shape '", apps::shape_to_string(shape), "' for generator '", spec.generator,
-                       "' has ", shape.size(),
-                       " values, but the generator's shape "
-                       "is ",
+                       "' has ", shape.size(), " values, but the generator's shape is ",
                        names.size(), " (", joined(names), "); give ", names.size(),
                        " values, e.g. --shape ", apps::shape_to_string(defaults));
         }
