@@ -34,6 +34,9 @@ struct Shape {
         /// Its reductions that keep every pure variable in place: update index and RVar names
         /// (a register tile can put their pure loops inside their reduction loops).
         std::vector<std::pair<int, std::vector<std::string>>> reductions;
+        /// The constant extent of the outermost RVar of its first such reduction (0 when not
+        /// constant): what a K block splits.
+        int64_t outer_rextent = 0;
     };
     std::vector<Producer> producers;
     int lanes = 4; ///< natural vector lanes of the output type
@@ -80,6 +83,8 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
             std::vector<std::string> rvars;
             for (const auto &r : d.rdom->vars)
                 rvars.push_back(r.name);
+            if (prod.reductions.empty())
+                prod.outer_rextent = as_const_int(d.rdom->vars.back().extent).value_or(0);
             prod.reductions.emplace_back(u, rvars);
         }
         s.producers.push_back(std::move(prod));
@@ -101,7 +106,22 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
     Shape s = read_shape(op.make(shape), target);
     SearchSpace space("auto:" + op.name);
     const int d = int(s.dims.size());
-    const int64_t ext_x = d > 0 ? s.extents[0] : 1, ext_y = d > 1 ? s.extents[1] : 1;
+    // The dimensions in the roles of x (the tile's vectorized columns) and y (its rows): the
+    // output's first two, or with three or more dimensions and inner_dim its last (conv2d's
+    // output channels) as x and its first as y.
+    const std::vector<std::string> dims = s.dims;
+    auto roles = [dims](const ConfigView &c) {
+        const int n = int(dims.size());
+        const int ix = n >= 3 && c.s("inner_dim") == dims[size_t(n - 1)] ? n - 1 : 0;
+        return std::pair<int, int>{ix, ix == 0 ? 1 : 0};
+    };
+    int64_t ext_x = d > 0 ? s.extents[0] : 1, ext_y = d > 1 ? s.extents[1] : 1;
+    if (d >= 3) {
+        space.add_choice("inner_dim", {s.dims[0], s.dims[size_t(d - 1)]});
+        ext_x = std::max<int64_t>(ext_x, s.extents[size_t(d - 1)]);
+        ext_y = std::max<int64_t>(ext_y, s.extents[0]);
+    }
+    const std::vector<int> extents = s.extents;
 
     if (d > 0) space.add_powers_of_two("tile_x", 1, std::min<int64_t>(256, floor_pow2(ext_x)));
     if (d > 1) space.add_powers_of_two("tile_y", 1, std::min<int64_t>(64, floor_pow2(ext_y)));
@@ -111,6 +131,9 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         widths.push_back(w);
     space.add_integers("vector", widths);
     if (d > 1) space.add_bool("unroll_y");
+    // Which of the two tile loops is outer: a strip of rows per iteration, or a panel of columns
+    // (where a reused input's panel can be packed once and read by every row block).
+    if (d > 1) space.add_choice("outer_order", {"y_outer", "x_outer"});
     space.add_bool("parallel");
     for (const Shape::Update &u : s.updates) {
         std::string p = "update" + std::to_string(u.index) + "_";
@@ -138,30 +161,38 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         std::vector<std::string> where;
         if (!p.has_updates) where.push_back("inline");
         where.push_back("root");
-        if (d > 1) where.push_back("row");
+        if (d > 1) where.push_back("strip");
         if (d > 0) {
             where.push_back("outer_tile");
             where.push_back("tile");
         }
-        space.add_choice(p.name + "_at", where);
-        if (p.dims > 0) space.add_bool(p.name + "_vectorize");
-        // A register tile (the space-reduction-space nest of a matmul micro-kernel): a reduction
-        // computed per tile of the output with its pure loops inside its reduction loops, the
-        // innermost vectorized and all of them unrolled, so the tile's sums stay in registers
-        // while the reduction streams through them.
+        // A register tile (the space-reduction-space nest of a matmul micro-kernel), placement
+        // "tile:registers": a reduction computed per tile of the output with its pure loops
+        // inside its reduction loops, the innermost vectorized and all of them unrolled, so the
+        // tile's sums stay in registers while the reduction streams through them. Per outer tile
+        // ("outer_tile:registers") the reduction walks the outer tile's register tiles inside its
+        // own loop, and with a K block ("outer_tile:registers:k64") its outermost RVar is split
+        // so that the block loop is outside the register tiles: space-space (the output's strip
+        // and outer tile loops), reduction (the block), space (the register tiles), reduction
+        // (within the block), space (the register tile), the SSRSRS nest of Ansor's CPU
+        // sketches, so one block of the reused input is read by every register tile of the outer
+        // tile while it is in cache. These are values of the placement knob, not knobs of their
+        // own, so that no combination of knobs is a register tile without a place.
         if (!p.reductions.empty() && d > 1) {
-            std::string key = p.name + "_register_tile";
-            space.add_bool(key);
+            where.push_back("outer_tile:registers");
+            for (int64_t b = 16;
+                 p.outer_rextent >= 32 && b <= std::min<int64_t>(512, p.outer_rextent / 2); b *= 2)
+                where.push_back("outer_tile:registers:k" + std::to_string(b));
+            where.push_back("tile:registers");
             std::string at = p.name + "_at";
-            space.add_constraint(
-                key + " needs " + at + " tile (a region of constant size)",
-                [key, at](const ConfigView &c) { return !c.b(key) || c.s(at) == "tile"; });
-            space.add_constraint(key + " needs tile_x * tile_y / vector <= 32 (the registers)",
-                                 [key](const ConfigView &c) {
-                                     return !c.b(key) ||
+            space.add_constraint(at + " with registers needs tile_x * tile_y / vector <= 32",
+                                 [at](const ConfigView &c) {
+                                     return c.s(at).find(":registers") == std::string::npos ||
                                             c.i("tile_x") * c.i("tile_y") / c.i("vector") <= 32;
                                  });
         }
+        space.add_choice(p.name + "_at", where);
+        if (p.dims > 0) space.add_bool(p.name + "_vectorize");
     }
 
     if (d > 0) {
@@ -169,8 +200,9 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             return c.i("vector") <= c.i("tile_x") && c.i("tile_x") % c.i("vector") == 0;
         });
         space.add_constraint(
-            "tile_x * outer_x <= output extent of x", [ext_x](const ConfigView &c) {
-                return c.i("tile_x") * c.i("outer_x") <= std::max<int64_t>(ext_x, c.i("tile_x"));
+            "tile_x * outer_x <= output extent of x", [extents, roles](const ConfigView &c) {
+                const int64_t ext = extents[size_t(roles(c).first)];
+                return c.i("tile_x") * c.i("outer_x") <= std::max<int64_t>(ext, c.i("tile_x"));
             });
     }
     if (d > 1) {
@@ -187,9 +219,10 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
     auto consumers = std::make_shared<std::map<std::string, std::vector<std::string>>>();
     for (const Shape::Producer &p : s.producers)
         (*consumers)[p.name] = p.consumers;
-    auto rank = [](const std::string &where) {
+    auto rank = [](const std::string &placement) {
+        const std::string where = placement.substr(0, placement.find(':'));
         return where == "root"         ? 0
-               : where == "row"        ? 1
+               : where == "strip"      ? 1
                : where == "outer_tile" ? 2
                : where == "tile"       ? 3
                                        : 4;
@@ -224,10 +257,10 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
     }
     for (const Shape::Producer &p : s.producers) {
         std::string name = p.name;
-        space.add_constraint(name + "_at outer_tile needs outer_x > 1",
-                             [name](const ConfigView &c) {
-                                 return c.s(name + "_at") != "outer_tile" || c.i("outer_x") > 1;
-                             });
+        space.add_constraint(
+            name + "_at outer_tile needs outer_x > 1", [name](const ConfigView &c) {
+                return c.s(name + "_at").rfind("outer_tile", 0) != 0 || c.i("outer_x") > 1;
+            });
         if (p.dims > 0)
             space.add_constraint(name + "_vectorize needs " + name + " computed, not inlined",
                                  [name](const ConfigView &c) {
@@ -236,34 +269,52 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                                  });
     }
 
-    space.set_apply([s](apps::OperatorInstance &inst, const ConfigView &c) {
+    space.set_apply([s, roles](apps::OperatorInstance &inst, const ConfigView &c) {
         Func f = inst.output;
         const int d = int(s.dims.size());
         auto V = [](const std::string &n) { return VarOrRVar(n, false); };
-        std::string x = d > 0 ? s.dims[0] : "", y = d > 1 ? s.dims[1] : "";
+        const auto [ix, iy] = d > 0 ? roles(c) : std::pair<int, int>{0, 1};
+        std::string x = d > 0 ? s.dims[size_t(ix)] : "", y = d > 1 ? s.dims[size_t(iy)] : "";
         std::string xo = x + "_o", xi = x + "_i", xm = x + "_m", yo = y + "_o", yi = y + "_i";
-        std::string tile_loop, outer_tile_loop, row_loop, outermost;
+        // The output's loops, outer to inner: the strip loop (yo, or xo with x_outer), the outer
+        // tile loop (the other of the two, with outer_x > 1), the tile loop (xm with outer_x > 1,
+        // else the inner of yo and xo), then the tile itself.
+        std::string tile_loop, outer_tile_loop, strip_loop, outermost;
         if (d > 0) {
             int64_t tx = c.i("tile_x"), ox = c.i("outer_x");
-            f.split(V(x), V(xo), V(xi), int(tx));
+            const bool x_outer = d > 1 && c.s("outer_order") == "x_outer";
+            // The outer tile first, then its tiles: splitting the outer tile (a constant
+            // multiple of the tile) leaves no tail, so a region per outer tile or per tile has a
+            // constant size (splitting the tile loop instead would shift the last outer tile
+            // inwards by a symbolic amount).
             if (ox > 1) {
-                f.split(V(xo), V(xo), V(xm), int(ox));
-                outer_tile_loop = xo;
-                tile_loop = xm;
+                f.split(V(x), V(xo), V(x + "_r"), int(tx * ox));
+                f.split(V(x + "_r"), V(xm), V(xi), int(tx));
             } else {
-                tile_loop = xo;
+                f.split(V(x), V(xo), V(xi), int(tx));
             }
             std::vector<VarOrRVar> order{V(xi)};
             if (d > 1) {
                 f.split(V(y), V(yo), V(yi), int(c.i("tile_y")));
                 order.push_back(V(yi));
-                row_loop = yo;
             }
             if (ox > 1) order.push_back(V(xm));
-            order.push_back(V(xo));
-            if (d > 1) order.push_back(V(yo));
-            for (int k = 2; k < d; k++)
-                order.push_back(V(s.dims[k]));
+            if (x_outer) {
+                order.push_back(V(yo));
+                order.push_back(V(xo));
+                strip_loop = xo;
+                if (ox > 1) outer_tile_loop = yo;
+                tile_loop = ox > 1 ? xm : yo;
+            } else {
+                order.push_back(V(xo));
+                if (d > 1) order.push_back(V(yo));
+                strip_loop = yo;
+                if (ox > 1) outer_tile_loop = xo;
+                tile_loop = ox > 1 ? xm : xo;
+            }
+            for (int k = 0; k < d; k++) {
+                if (k != ix && k != iy) order.push_back(V(s.dims[size_t(k)]));
+            }
             f.reorder(order);
             outermost = order.back().name();
             if (c.i("vector") > 1) f.vectorize(V(xi), int(c.i("vector")));
@@ -274,7 +325,7 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         for (const Shape::Update &u : s.updates) {
             std::string p = "update" + std::to_string(u.index) + "_";
             Stage st = f.update(u.index);
-            if (c.has(p + "vectorize") && c.b(p + "vectorize") && c.i("vector") > 1)
+            if (c.has(p + "vectorize") && c.b(p + "vectorize") && c.i("vector") > 1 && ix == 0)
                 st.vectorize(V(x), int(c.i("vector")));
             if (c.has(p + "split_r") && c.i(p + "split_r") > 1) {
                 VarOrRVar r(u.rvar, true), ro(u.rvar + "_o", true), ri(u.rvar + "_i", true);
@@ -290,13 +341,18 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         for (const Func &pf : inst.stages) {
             if (pf.name() == s.out) continue;
             Func p = pf;
-            const std::string &where = c.s(p.name() + "_at");
+            const std::string &placement = c.s(p.name() + "_at");
+            const std::string where = placement.substr(0, placement.find(':'));
+            const bool register_tile = placement.find(":registers") != std::string::npos;
+            const size_t k_at = placement.find(":k");
+            const int64_t k_block =
+                k_at == std::string::npos ? 1 : std::stoll(placement.substr(k_at + 2));
             if (where == "inline") continue;
             if (where == "root") {
                 p.compute_root();
                 if (p.dimensions() > 1) p.parallel(V(p.args().back()));
-            } else if (where == "row") {
-                p.compute_at(f, V(row_loop));
+            } else if (where == "strip") {
+                p.compute_at(f, V(strip_loop));
             } else if (where == "outer_tile") {
                 p.compute_at(f, V(outer_tile_loop));
             } else {
@@ -305,42 +361,87 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             const Shape::Producer *info = nullptr;
             for (const Shape::Producer &sp : s.producers)
                 if (sp.name == p.name()) info = &sp;
-            const bool register_tile =
-                info && c.has(p.name() + "_register_tile") && c.b(p.name() + "_register_tile");
-            if (register_tile) {
+            // The producer's vectorized variable: the one named like the output's x (conv's
+            // output channel), else its first; the others, in order, are its tile's rows.
+            const std::vector<std::string> &args = p.args();
+            std::string vx = args.empty() ? "" : args[0];
+            if (std::find(args.begin(), args.end(), x) != args.end()) vx = x;
+            std::vector<std::string> rows;
+            for (const std::string &a : args)
+                if (a != vx) rows.push_back(a);
+            const bool vectorized = p.dimensions() > 0 && c.b(p.name() + "_vectorize");
+            if (!args.empty() && vx != args[0] && (register_tile || vectorized)) {
+                // Vectors of vx are contiguous only when vx is innermost in memory.
+                std::vector<Var> storage{Var(vx)};
+                std::vector<VarOrRVar> loops{V(vx)};
+                for (const std::string &a : rows) {
+                    storage.emplace_back(a);
+                    loops.push_back(V(a));
+                }
+                p.reorder_storage(storage);
+                p.reorder(loops);
+            }
+            if (register_tile && info) {
                 const int lanes = int(c.i("vector"));
-                const std::vector<std::string> &args = info->args;
-                for (size_t a = 1; a < args.size(); a++)
-                    p.unroll(V(args[a]));
+                const bool per_outer_tile = where == "outer_tile";
+                // The tile's sums are set to zero by whole vectors (the region is a multiple of
+                // vector wide, so ShiftInwards has no tail): a guarded tail would be masked stores,
+                // which keep LLVM from promoting the tile to registers.
+                if (lanes > 1) p.vectorize(V(vx), lanes);
+                for (const std::string &a : rows)
+                    p.unroll(V(a));
                 for (const auto &[u, rvars] : info->reductions) {
                     Stage st = p.update(u);
+                    // The register tile's columns: the producer's vx, or within the outer tile
+                    // vx's register tiles. The vector lanes split off first: an update may round
+                    // up only a split of its own variable (the region is a multiple of vector
+                    // wide); the register tiles then split the vector groups, which they divide
+                    // exactly.
                     std::vector<VarOrRVar> order;
                     if (lanes > 1) {
-                        // RoundUp: the region is a tile whose x extent is a multiple of vector.
-                        st.split(V(args[0]), V(args[0]), V(args[0] + "_v"), lanes,
-                                 TailStrategy::RoundUp);
-                        order.push_back(V(args[0] + "_v"));
+                        st.split(V(vx), V(vx), V(vx + "_v"), lanes, TailStrategy::RoundUp);
+                        order.push_back(V(vx + "_v"));
                     }
-                    for (const std::string &a : args)
+                    std::string cols = vx;
+                    if (per_outer_tile) {
+                        cols = vx + "_r";
+                        st.split(V(vx), V(vx), V(cols), int(c.i("tile_x") / std::max(lanes, 1)),
+                                 TailStrategy::RoundUp);
+                    }
+                    order.push_back(V(cols));
+                    for (const std::string &a : rows)
                         order.push_back(V(a));
-                    for (const std::string &r : rvars)
-                        order.emplace_back(r, true);
+                    for (size_t r = 0; r + 1 < rvars.size(); r++)
+                        order.emplace_back(rvars[r], true);
+                    const std::string &last = rvars.back();
+                    if (k_block > 1) {
+                        st.split(VarOrRVar(last, true), VarOrRVar(last + "_o", true),
+                                 VarOrRVar(last + "_i", true), int(k_block));
+                        order.emplace_back(last + "_i", true);
+                    } else {
+                        order.emplace_back(last, true);
+                    }
+                    if (per_outer_tile) order.push_back(V(vx));
+                    if (k_block > 1) order.emplace_back(last + "_o", true);
                     st.reorder(order);
-                    if (lanes > 1) st.vectorize(V(args[0] + "_v"));
-                    for (const std::string &a : args)
+                    if (lanes > 1) st.vectorize(V(vx + "_v"));
+                    st.unroll(V(cols));
+                    for (const std::string &a : rows)
                         st.unroll(V(a));
                 }
             }
-            if (p.dimensions() > 0 && c.b(p.name() + "_vectorize")) {
+            if (vectorized && !register_tile) {
                 int lanes = int(std::max<int64_t>(c.i("vector"), 2));
                 // GuardWithIf: a producer's region may be narrower than a vector (conv2d's
                 // w_packed computed per output channel), where ShiftInwards would read before
                 // the input's start.
-                p.vectorize(V(p.args()[0]), lanes, TailStrategy::GuardWithIf);
+                p.vectorize(V(vx), lanes, TailStrategy::GuardWithIf);
+                const size_t at = size_t(std::find(args.begin(), args.end(), vx) - args.begin());
                 for (int u = 0; u < p.num_updates() && !register_tile; u++) {
                     const Definition &def = p.update_definition(u);
-                    const Variable *v = def.args.empty() ? nullptr : def.args[0].as<Variable>();
-                    if (v && v->name == p.args()[0]) p.update(u).vectorize(V(p.args()[0]), lanes);
+                    const Variable *v =
+                        at < def.args.size() ? def.args[at].as<Variable>() : nullptr;
+                    if (v && v->name == vx) p.update(u).vectorize(V(vx), lanes);
                 }
             }
         }

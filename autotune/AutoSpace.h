@@ -1,12 +1,15 @@
 // The automatic search space: knobs derived from the structure of any operator's pipeline, for
 // operators without a hand-written template (autotune/Templates.h). For the output Func it tiles
-// the two innermost dimensions at two levels (an inner tile and an outer multiple of it), picks a
-// vector width and whether to unroll the tile rows and to parallelize the outermost loop; each
-// update of the output may vectorize its innermost pure loop, split its first reduction variable
-// and, for a large reduction, rfactor it. Every other Func of the pipeline (OperatorInstance::
-// stages) gets a placement knob: inline (pure Funcs only), root, or computed at the row, the
-// outer tile or the inner tile loop of the output, and whether to vectorize it. For a target with
-// a GPU API, auto_gpu_space (autotune/AutoGPUSpace.cpp) derives GPU schedules the same way.
+// the two innermost dimensions at two levels (an inner tile and an outer multiple of it), picks
+// which of the two tile loops is outer (row strips or column panels), a vector width and whether
+// to unroll the tile rows and to parallelize the outermost loop; each update of the output may
+// vectorize its innermost pure loop, split its first reduction variable and, for a large
+// reduction, rfactor it. Every other Func of the pipeline (OperatorInstance::stages) gets a
+// placement knob: inline (pure Funcs only), root, or computed at the strip, the outer tile or the
+// tile loop of the output, and whether to vectorize it; a reduction may be a register tile, per
+// tile or per outer tile with its reduction blocked outside the register tiles (SSRSRS). For a
+// target with a GPU API, auto_gpu_space (autotune/AutoGPUSpace.cpp) derives GPU schedules the same
+// way.
 #pragma once
 
 #include "autotune/SearchSpace.h"

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <set>
 
@@ -336,9 +337,9 @@ TEST(AutoSpace, ARegisterTileLeavesNoLoopInsideTheReduction) {
     int checked = 0;
     for (int i = 0; i < 20000 && checked < 3; i++) {
         Config c = s.random(rng);
-        c.index[size_t(s.knob_index("prod_register_tile"))] = 1;
         c.index[size_t(s.knob_index("prod_at"))] =
-            int(s.knobs()[size_t(s.knob_index("prod_at"))].values.size()) - 1; // tile
+            int(s.knobs()[size_t(s.knob_index("prod_at"))].values.size()) - 1; // tile:registers
+        ASSERT_EQ(ConfigView(s, c).s("prod_at"), "tile:registers");
         if (!s.valid(c) || s.to_json(c)["vector"] == 1) continue;
         apps::OperatorInstance inst = op.make(shape);
         s.apply(inst, c);
@@ -366,6 +367,145 @@ TEST(AutoSpace, ARegisterTileLeavesNoLoopInsideTheReduction) {
         checked++;
     }
     EXPECT_EQ(checked, 3);
+}
+
+// The SSRSRS nest: prod computed per outer tile of C (outer_order x_outer: C's column panels
+// outermost), its k split into blocks outside the register tiles. Inside prod the k block loop
+// encloses the loop over the outer tile's register tiles, which encloses the k loop of a block,
+// with nothing inside that; and it computes what the reference computes, with a block that
+// divides K and one that does not.
+TEST(AutoSpace, AKBlockedRegisterTileIsSpaceReductionSpaceReductionSpace) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("matmul");
+    for (const std::vector<int64_t> &shape :
+         {std::vector<int64_t>{40, 64, 96}, std::vector<int64_t>{24, 64, 80}}) {
+        SearchSpace s = auto_space(op, shape, Target::host());
+        std::mt19937_64 rng(2);
+        Config any;
+        do {
+            any = s.random(rng);
+        } while (!s.valid(any));
+        nlohmann::json j = s.to_json(any);
+        j["tile_x"] = 16;
+        j["outer_x"] = 4;
+        j["tile_y"] = 4;
+        j["vector"] = 8;
+        j["outer_order"] = "x_outer";
+        j["prod_at"] = "outer_tile:registers:k32";
+        j["B_panel_at"] = "strip";
+        j["B_panel_vectorize"] = true;
+        Config c = s.from_json(j);
+        apps::OperatorInstance inst = op.make(shape);
+        s.apply(inst, c);
+        LoweredFunc f = inst.pipeline().lower();
+        class Nest : public IRVisitor {
+        public:
+            std::vector<std::string> stack, around_k_i;
+            int loops_inside_k_i = 0, depth_in_k_i = 0;
+
+        protected:
+            using IRVisitor::visit;
+            void visit(const For *op) override {
+                const bool k_i = op->name.find("prod.s1.k.x_i") != std::string::npos;
+                if (depth_in_k_i > 0) loops_inside_k_i++;
+                if (k_i && around_k_i.empty()) around_k_i = stack;
+                stack.push_back(op->name);
+                depth_in_k_i += k_i;
+                IRVisitor::visit(op);
+                depth_in_k_i -= k_i;
+                stack.pop_back();
+            }
+        } v;
+        v.include(f.body);
+        auto position = [&](const std::string &suffix) {
+            for (size_t i = 0; i < v.around_k_i.size(); i++) {
+                // Loop names may carry a uniquifying "$n".
+                const std::string n = v.around_k_i[i].substr(0, v.around_k_i[i].find('$'));
+                if (n.size() >= suffix.size() &&
+                    n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+                    return int(i);
+            }
+            return -1;
+        };
+        std::string nest;
+        for (const std::string &n : v.around_k_i)
+            nest += n + " ";
+        const int k_o = position("prod.s1.k.x_o"), tiles = position("prod.s1.j");
+        EXPECT_GE(k_o, 0) << nest;
+        EXPECT_GT(tiles, k_o) << nest;
+        EXPECT_EQ(v.loops_inside_k_i, 0) << nest;
+        EXPECT_EQ(position("C.s0.j_o"), 0) << "C's column panels outermost: " << nest;
+        EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance)
+            << j.dump();
+    }
+}
+
+// With inner_dim the output's last dimension plays x: conv2d's tile is output channels (the
+// vectors) by pixels of a row, and conv's register tile vectorizes its own co, stored innermost,
+// with nothing inside its reduction loops; both placements compute what the reference computes.
+TEST(AutoSpace, TheLastDimensionCanBeTheVectorizedOne) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("conv2d");
+    const std::vector<int64_t> shape{8, 32, 12, 12};
+    SearchSpace s = auto_space(op, shape, Target::host());
+    std::mt19937_64 rng(4);
+    Config any;
+    do {
+        any = s.random(rng);
+    } while (!s.valid(any));
+    for (const std::string at : {"tile:registers", "outer_tile:registers"}) {
+        nlohmann::json j = s.to_json(any);
+        j["inner_dim"] = "co";
+        j["tile_x"] = 16;
+        j["outer_x"] = 2;
+        j["tile_y"] = 4;
+        j["vector"] = 8;
+        j["conv_at"] = at;
+        j["conv_vectorize"] = false;
+        j["padded_at"] = "root";
+        j["w_packed_at"] = "root";
+        Config c = s.from_json(j);
+        apps::OperatorInstance inst = op.make(shape);
+        s.apply(inst, c);
+        LoweredFunc f = inst.pipeline().lower();
+        class InsideR : public IRVisitor {
+        public:
+            int r_loops = 0, loops_inside_r = 0, depth_in_r = 0, co_vector_stores = 0;
+
+        protected:
+            using IRVisitor::visit;
+            void visit(const For *op) override {
+                bool r = op->name.find("conv.s1.r.") != std::string::npos;
+                if (depth_in_r > 0 && !r) loops_inside_r++;
+                r_loops += r;
+                depth_in_r += r;
+                IRVisitor::visit(op);
+                depth_in_r -= r;
+            }
+            std::map<std::string, Expr> lets;
+            void visit(const LetStmt *op) override {
+                lets[op->name] = op->value;
+                IRVisitor::visit(op);
+            }
+            void visit(const Store *op) override {
+                Expr index = op->index;
+                if (const Variable *v = index.as<Variable>(); v && lets.count(v->name))
+                    index = lets[v->name];
+                if (op->name == "conv" && op->value.type().lanes == 8) {
+                    // Dense vectors: co is conv's innermost dimension in memory.
+                    if (const Ramp *ramp = index.as<Ramp>())
+                        co_vector_stores += as_const_int(ramp->stride) == 1;
+                }
+                IRVisitor::visit(op);
+            }
+        } v;
+        v.include(f.body);
+        EXPECT_EQ(v.r_loops, 3) << at;
+        EXPECT_EQ(v.loops_inside_r, 0) << at;
+        EXPECT_GT(v.co_vector_stores, 0) << at;
+        EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance)
+            << j.dump();
+    }
 }
 
 // A producer vectorized where its region is narrower than a vector (conv2d's w_packed computed
