@@ -41,7 +41,10 @@ OperatorInstance make_matmul(const std::vector<int64_t> &shape) {
 // K = 1024: it stays in L2 and is read sequentially), then walks the rows in blocks of 8. A block
 // is an 8 x 32 tile of C held in 16 zmm accumulators (prod, computed at the row block): for each
 // k, two vector loads from B_panel, eight broadcasts of A and sixteen vfmadd231ps. Small shapes use
-// smaller tiles so that the tiles fit inside the output.
+// smaller tiles so that the tiles fit inside the output. A narrow C (two register tiles wide, e.g.
+// 4096 x 64 x 4096) with K >= 1024 blocks K instead (schedule_matmul_k_blocked): tasks are row
+// blocks of 8, prod holds both tiles of a row block, and each block of 256 values of k is walked
+// over both tiles, so B's 256 x 64 block stays in cache and A is read once.
 // The GPU kernel (target.gpu != None), as knobs whose defaults are the hand schedule: a block
 // computes a tile_j x tile_i (64 x 64) tile of C, each thread an out_j x out_i (4 x 4) group of
 // outputs; prod, the block's tile of sums, lives in shared memory. The K loop steps by k_step
@@ -132,6 +135,37 @@ void schedule_matmul_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
     }
 }
 
+// The K-blocked CPU schedule (see k_block in schedule_matmul): tasks are blocks of tile_i rows;
+// in each, prod (tile_j * j_tiles columns by tile_i rows, zeroed by whole vectors) accumulates
+// over blocks of k_block values of k, each block walked over the j_tiles register tiles (the
+// SSRSRS nest of Ansor's CPU sketches: rows, column strip; k block; register tiles; k; the tile).
+void schedule_matmul_k_blocked(Func C, Func prod, int lanes, int tile_j, int tile_i, int j_tiles,
+                               int k_block, bool unroll_i, bool parallel) {
+    Var j("j"), i("i"), jo("jo"), io("io"), jr("jr"), jm("jm"), ji("ji"), ii("ii"), jv("jv");
+    // The strip first, then its register tiles: a strip is a constant multiple of the tile, so
+    // prod's region per strip has a constant size.
+    C.split(j, jo, jr, tile_j * j_tiles)
+        .split(jr, jm, ji, tile_j)
+        .split(i, io, ii, tile_i)
+        .reorder(ji, ii, jm, jo, io)
+        .vectorize(ji, lanes);
+    if (unroll_i) C.unroll(ii);
+    if (parallel) C.parallel(io);
+    prod.compute_at(C, jo).vectorize(j, lanes);
+    if (unroll_i) prod.unroll(i);
+    // RoundUp: the region is tile_j * j_tiles wide, a multiple of the vector; the register tiles
+    // then split the vector groups, which they divide exactly.
+    VarOrRVar k("k.x", true), ko("k.x_o", true), ki("k.x_i", true);
+    Stage up = prod.update(0);
+    up.split(j, j, jv, lanes, TailStrategy::RoundUp)
+        .split(j, j, jm, tile_j / lanes, TailStrategy::RoundUp)
+        .split(k, ko, ki, k_block)
+        .reorder(jv, jm, i, ki, j, ko)
+        .vectorize(jv)
+        .unroll(jm);
+    if (unroll_i) up.unroll(i);
+}
+
 // The CPU schedule, as knobs whose defaults are the hand schedule, the template the tuner
 // searches: the tile of C (tile_j x tile_i, lanes wide vectors), which of the two outer loops is
 // inner, where the panel of B and the tile of sums are computed, the unrolling of k and of the
@@ -153,6 +187,24 @@ void schedule_matmul(OperatorInstance &inst, GeneratorContext &ctx) {
     const int k_unroll = int(ctx.knob("k_unroll", {1, 2, 4}));
     const bool unroll_i = ctx.knob("unroll_i", {1, 0}) != 0;
     const bool parallel = ctx.knob("parallel", {1, 0}) != 0;
+    // K blocking for a narrow C (a few register tiles wide) and a long K: the hand schedule's
+    // panel of B (K x tile_j) no longer stays in L1, and each column panel streams all of A
+    // again. Instead prod holds a block of j_tiles register tiles side by side (all of C's width
+    // when it is narrow) and tile_i rows, its k loop is split into blocks of k_block, and each
+    // block is walked over all the register tiles before the next: B's k_block x (tile_j *
+    // j_tiles) block stays in cache and A's rows are read once per row block. The tuner is
+    // offered it where it can pay, C at most four register tiles wide and K at least 1024 (at
+    // 1024^3 it measured no faster than the hand schedule), so elsewhere the two knobs have one
+    // value and the space is as dense as without them.
+    const bool narrow = N <= 4 * hand_j && K >= 1024;
+    const int64_t hand_tiles = N <= 2 * hand_j && N % hand_j == 0 && narrow ? N / hand_j : 1;
+    const int j_tiles =
+        int(ctx.knob("j_tiles", hand_first(hand_tiles, narrow ? std::vector<int64_t>{1, 2, 4}
+                                                              : std::vector<int64_t>{1})));
+    const int k_block =
+        int(ctx.knob("k_block", hand_first(hand_tiles > 1 ? 256 : 1,
+                                           narrow ? std::vector<int64_t>{1, 128, 256, 512}
+                                                  : std::vector<int64_t>{1})));
     ctx.constraint("lanes <= natural vector width (" + std::to_string(vec) + ")",
                    lanes <= std::max(4, vec));
     ctx.constraint("tile_j is a multiple of lanes", tile_j >= lanes && tile_j % lanes == 0);
@@ -163,8 +215,20 @@ void schedule_matmul(OperatorInstance &inst, GeneratorContext &ctx) {
     ctx.constraint("prod_at strip needs outer_order io_inner and no unroll_i",
                    prod_at_tile || (io_inner && !unroll_i));
     ctx.constraint("b_panel at_jo needs jo outside io", b_panel != "at_jo" || io_inner);
+    ctx.constraint("k_block > 1 and j_tiles > 1 go together", (k_block > 1) == (j_tiles > 1));
+    ctx.constraint("k_block < K", k_block < K || k_block == 1);
+    ctx.constraint("tile_j * j_tiles <= N", int64_t(tile_j) * j_tiles <= N);
+    // The blocked schedule fixes what these knobs choose: rows outer, B read in place, prod per
+    // row block; only their first values are points of it.
+    ctx.constraint("k_block > 1 needs outer_order io_inner, b_panel at_jo, prod_at tile and "
+                   "k_unroll 1 (their first values)",
+                   k_block == 1 ||
+                       (io_inner && b_panel == "at_jo" && prod_at_tile && k_unroll == 1));
 
     Func C = inst.output, B_panel = inst.stages[0], prod = inst.stages[1];
+    if (k_block > 1)
+        return schedule_matmul_k_blocked(C, prod, lanes, tile_j, tile_i, j_tiles, k_block, unroll_i,
+                                         parallel);
     Var j("j"), i("i"), jo("jo"), io("io"), ji("ji"), ii("ii"), jv("jv");
     C.tile(j, i, jo, io, ji, ii, tile_j, tile_i);
     if (io_inner)

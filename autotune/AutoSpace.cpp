@@ -178,13 +178,30 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         // sketches, so one block of the reused input is read by every register tile of the outer
         // tile while it is in cache. These are values of the placement knob, not knobs of their
         // own, so that no combination of knobs is a register tile without a place.
-        if (!p.reductions.empty() && d > 1) {
+        // Only a producer with a variable that can play the output's x (see roles) gets them.
+        auto has = [&](const std::string &v) {
+            return std::find(p.args.begin(), p.args.end(), v) != p.args.end();
+        };
+        const bool has_x = d > 1 && (has(s.dims[0]) || (d >= 3 && has(s.dims[size_t(d - 1)])));
+        if (!p.reductions.empty() && has_x) {
             where.push_back("outer_tile:registers");
             for (int64_t b = 16;
                  p.outer_rextent >= 32 && b <= std::min<int64_t>(512, p.outer_rextent / 2); b *= 2)
                 where.push_back("outer_tile:registers:k" + std::to_string(b));
             where.push_back("tile:registers");
             std::string at = p.name + "_at";
+            // The register tile vectorizes the producer's variable named like the output's x,
+            // whose region is a tile_x multiple of the vector; any other variable's region is not
+            // (rounded up, it would read past its input).
+            const std::vector<std::string> args = p.args;
+            space.add_constraint(at + " with registers needs " + p.name +
+                                     " to have the output's x variable",
+                                 [at, args, dims, roles](const ConfigView &c) {
+                                     if (c.s(at).find(":registers") == std::string::npos)
+                                         return true;
+                                     const std::string &x = dims[size_t(roles(c).first)];
+                                     return std::find(args.begin(), args.end(), x) != args.end();
+                                 });
             space.add_constraint(at + " with registers needs tile_x * tile_y / vector <= 32",
                                  [at](const ConfigView &c) {
                                      return c.s(at).find(":registers") == std::string::npos ||
@@ -199,15 +216,21 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         space.add_constraint("vector <= tile_x and tile_x % vector == 0", [](const ConfigView &c) {
             return c.i("vector") <= c.i("tile_x") && c.i("tile_x") % c.i("vector") == 0;
         });
-        space.add_constraint(
-            "tile_x * outer_x <= output extent of x", [extents, roles](const ConfigView &c) {
-                const int64_t ext = extents[size_t(roles(c).first)];
-                return c.i("tile_x") * c.i("outer_x") <= std::max<int64_t>(ext, c.i("tile_x"));
-            });
+        space.add_constraint("tile_x * outer_x <= output extent of x",
+                             [extents, roles](const ConfigView &c) {
+                                 const int64_t ext = extents[size_t(roles(c).first)];
+                                 return c.i("tile_x") * c.i("outer_x") <= ext;
+                             });
     }
     if (d > 1) {
         space.add_constraint("tile_x * tile_y <= 4096", [](const ConfigView &c) {
             return c.i("tile_x") * c.i("tile_y") <= 4096;
+        });
+        // The ranges of tile_x and tile_y cover every choice of inner_dim; these keep the
+        // tiles inside the dimensions the choice gives them (a tile wider than its dimension
+        // would have nothing to shift inwards to).
+        space.add_constraint("tile_y <= output extent of y", [extents, roles](const ConfigView &c) {
+            return c.i("tile_y") <= extents[size_t(roles(c).second)];
         });
         space.add_constraint("unroll_y needs tile_y <= 16", [](const ConfigView &c) {
             return !c.b("unroll_y") || c.i("tile_y") <= 16;

@@ -5,9 +5,12 @@
 // is run), so the instruction checks run on every x86 machine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "apps/Operator.h"
 #include "codegen/CodeGenLLVM.h"
 #include "kiln.h"
+#include "lang/IRVisitor.h"
 
 namespace kiln {
 namespace {
@@ -72,6 +75,46 @@ TEST(CodegenAccess, MatmulMicroKernelHasNoGathersOrScatters) {
     EXPECT_EQ(assembly.find("scatter"), std::string::npos);
     EXPECT_NE(assembly.find("vfmadd231ps"), std::string::npos);
     EXPECT_NE(assembly.find("zmm"), std::string::npos);
+}
+
+// A narrow C (two register tiles wide) with a long K: the hand schedule blocks K. prod holds both
+// register tiles of a row block, its k loop is split into blocks of 256 walked over both tiles
+// (the block loop encloses the tile loop, which encloses the k loop of a block), the micro-kernel
+// is still FMAs on zmm registers without gathers, and the result matches the reference.
+TEST(CodegenAccess, MatmulOnANarrowOutputBlocksK) {
+    const apps::Operator &op = apps::find_operator("matmul");
+    apps::OperatorInstance inst = op.make({24, 64, 1024});
+    op.hand_schedule(inst, avx512_target());
+    LoweredFunc lowered = inst.pipeline().lower();
+    class Nest : public IRVisitor {
+    public:
+        std::vector<std::string> stack, around_k_i;
+
+    protected:
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            std::string name = op->name.substr(0, op->name.find('$'));
+            if (name == "prod.s1.k.x_i" && around_k_i.empty()) around_k_i = stack;
+            stack.push_back(name);
+            IRVisitor::visit(op);
+            stack.pop_back();
+        }
+    } nest;
+    nest.include(lowered.body);
+    std::string loops;
+    for (const std::string &n : nest.around_k_i)
+        loops += n + " ";
+    auto at = [&](const std::string &name) {
+        auto it = std::find(nest.around_k_i.begin(), nest.around_k_i.end(), name);
+        return it == nest.around_k_i.end() ? -1 : int(it - nest.around_k_i.begin());
+    };
+    EXPECT_GE(at("prod.s1.k.x_o"), 0) << loops;
+    EXPECT_GT(at("prod.s1.j"), at("prod.s1.k.x_o")) << loops;
+    std::string assembly = compile_to_llvm_module(lowered, avx512_target()).assembly();
+    EXPECT_EQ(assembly.find("gather"), std::string::npos);
+    EXPECT_NE(assembly.find("vfmadd231ps"), std::string::npos);
+    EXPECT_NE(assembly.find("zmm"), std::string::npos);
+    EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
 }
 
 } // namespace

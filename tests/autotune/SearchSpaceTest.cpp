@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -157,7 +158,9 @@ TEST(SearchSpace, MatmulTemplateContainsTheHandSchedule) {
                            {"prod_at", "tile"},
                            {"k_unroll", 1},
                            {"unroll_i", 1},
-                           {"parallel", 1}};
+                           {"parallel", 1},
+                           {"j_tiles", 1},
+                           {"k_block", 1}};
     Config c = t.from_json(hand);
     EXPECT_EQ(c, Config{std::vector<int>(t.knobs().size(), 0)}); // the knobs' defaults
     apps::OperatorInstance inst = op.make(shape);
@@ -172,6 +175,7 @@ TEST(SearchSpace, EachTemplatesDefaultsAreTheOperatorsHandSchedule) {
     apps::register_builtin_operators();
     for (const auto &[name, shape_text] :
          std::vector<std::pair<std::string, std::string>>{{"matmul", "64x48x32"},
+                                                          {"matmul", "24x64x1024"},
                                                           {"blur", "64x48"},
                                                           {"blur_u16", "70x20"},
                                                           {"conv2d", "8x32x12x12"}}) {
@@ -506,6 +510,46 @@ TEST(AutoSpace, TheLastDimensionCanBeTheVectorizedOne) {
         EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance)
             << j.dump();
     }
+}
+
+// A register tile vectorizes the producer's variable named like the output's x, rounded up to
+// whole vectors: a producer without it (layernorm's row sums over y) has no register placement.
+// Every valid config of the row reductions stays inside its input at the shape (before, a register
+// tile rounded the rows up and read past the last one: rejected before measuring, a wasted trial).
+TEST(AutoSpace, RegisterTilesNeedTheOutputsXAndStayInsideTheInput) {
+    apps::register_builtin_operators();
+    for (const std::string name : {"layernorm", "softmax"}) {
+        const apps::Operator &op = apps::find_operator(name);
+        const std::vector<int64_t> shape{24, 40};
+        SearchSpace s = auto_space(op, shape, Target::host());
+        std::mt19937_64 rng(9);
+        int checked = 0;
+        for (int i = 0; i < 20000 && checked < 12; i++) {
+            Config c = s.random(rng);
+            if (!s.valid(c)) continue;
+            apps::OperatorInstance inst = op.make(shape);
+            s.apply(inst, c);
+            std::optional<std::string> failed;
+            loop_nest_features(inst.pipeline().lower(), inst, &failed);
+            EXPECT_FALSE(failed) << name << " " << s.to_json(c).dump() << ": " << *failed;
+            checked++;
+        }
+        EXPECT_EQ(checked, 12) << name;
+    }
+    const apps::Operator &op = apps::find_operator("layernorm");
+    SearchSpace s = auto_space(op, {24, 40}, Target::host());
+    std::mt19937_64 rng(9);
+    Config any;
+    do {
+        any = s.random(rng);
+    } while (!s.valid(any));
+    nlohmann::json j = s.to_json(any);
+    j["row_sum_at"] = "tile:registers";
+    std::string message = message_of([&] { s.from_json(j); });
+    EXPECT_NE(message.find("knob 'row_sum_at' of space 'auto:layernorm' must be one of"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("registers,"), std::string::npos) << message;
 }
 
 // A producer vectorized where its region is narrower than a vector (conv2d's w_packed computed
