@@ -874,16 +874,7 @@ TuneResult Tuner::run() {
     }
 
     std::optional<tuning_db::BestConfig> b = db.best(workload_id, target_id);
-    if (b) {
-        result.best_ms = b->median_ms;
-        result.best_config_json = b->config.config_json;
-        result.best_trace_json = b->config.trace_json;
-        try {
-            result.best_cpp = ScheduleTrace::parse(b->config.trace_json).to_cpp();
-        } catch (const CompileError &e) {
-            result.best_cpp = std::string("// cannot print the trace: ") + e.what() + "\n";
-        }
-    }
+    if (b) take_best(*b, result);
 
     print_summary(b);
     return result;
@@ -953,6 +944,21 @@ void validate(const TuneOptions &o) {
             throw RuntimeError("--worker " + o.worker_path +
                                ": the path of an executable kiln-worker (" + why +
                                "); build the kiln-worker target or set KILN_WORKER to its path");
+    }
+}
+
+void take_best(const tuning_db::BestConfig &best, TuneResult &result) {
+    result.best_ms = best.median_ms;
+    if (best.config.config_json == json{{"baseline", "hand"}}.dump())
+        result.hand_ms = best.median_ms;
+    if (best.config.config_json == json{{"baseline", "default"}}.dump())
+        result.default_ms = best.median_ms;
+    result.best_config_json = best.config.config_json;
+    result.best_trace_json = best.config.trace_json;
+    try {
+        result.best_cpp = ScheduleTrace::parse(best.config.trace_json).to_cpp();
+    } catch (const CompileError &e) {
+        result.best_cpp = std::string("// cannot print the trace: ") + e.what() + "\n";
     }
 }
 

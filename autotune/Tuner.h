@@ -150,6 +150,11 @@ struct TuneResult {
     std::optional<tuning_db::CostModelRecord> cost_model;
 };
 
+/// Sets result's best (time, config, trace) from the database's best config. A baseline that is
+/// the best was re-measured: its time is the best's median (over all its ok measurements), not
+/// its first measurement, so the summary does not call the hand schedule slower than itself.
+void take_best(const tuning_db::BestConfig &best, TuneResult &result);
+
 /// Refuses nonsensical options before anything is opened or started: trials >= 0, time_s >= 0,
 /// threads 0 (default) or 1..4 x hardware threads, timeouts and min_time_ms positive and finite,
 /// remeasure >= 0, jobs 1..4 x hardware threads, a known strategy, and a given worker_path that is

@@ -31,6 +31,7 @@
 #include "autotune/Strategy.h"
 #include "autotune/Tuner.h"
 #include "lang/Error.h"
+#include "schedule/ScheduleTrace.h"
 #include "tuning_db/TuningDB.h"
 
 using namespace kiln;
@@ -95,6 +96,33 @@ TEST(Tuner, FindsAnOkBestAndRecordsEveryTrial) {
     EXPECT_EQ(rows.total, 7);
     EXPECT_NE(out.str().find("speedup over the default schedule"), std::string::npos) << out.str();
     EXPECT_NE(out.str().find("schedule as C++:\nblur"), std::string::npos) << out.str();
+}
+
+// A baseline that is the best was re-measured: the summary compares by its median (the best's
+// time), so the hand schedule is 1.00x of itself, not its first measurement over its median (a
+// layernorm run printed "speedup over the hand schedule (3.717 ms): 0.89x" for the hand itself).
+TEST(Tuner, ABaselineThatIsTheBestIsComparedByItsMedian) {
+    TuneResult r;
+    r.hand_ms = 3.717;
+    r.default_ms = 55.1;
+    tuning_db::BestConfig best;
+    best.config.config_json = "{\"baseline\":\"hand\"}";
+    best.config.trace_json = ScheduleTrace().to_json_string(-1);
+    best.median_ms = 4.18;
+    take_best(best, r);
+    ASSERT_TRUE(r.best_ms && r.hand_ms && r.default_ms);
+    EXPECT_EQ(*r.best_ms, 4.18);
+    EXPECT_EQ(*r.hand_ms, 4.18);
+    EXPECT_EQ(*r.default_ms, 55.1);
+    EXPECT_EQ(r.best_config_json, best.config.config_json);
+    // Any other best leaves the baselines' times as measured.
+    TuneResult other;
+    other.hand_ms = 3.717;
+    best.config.config_json = "{\"tile_x\":32}";
+    best.median_ms = 3.5;
+    take_best(best, other);
+    EXPECT_EQ(*other.hand_ms, 3.717);
+    EXPECT_EQ(*other.best_ms, 3.5);
 }
 
 TEST(Tuner, ModelGuidedRunRanksLoweredCandidates) {
