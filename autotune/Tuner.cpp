@@ -495,7 +495,15 @@ void Tuner::start_builds() {
 void Tuner::start_measure() {
     Slot *next = pool->next_to_measure();
     if (!next) return;
-    if (!time_left() && next->cand.kind == Candidate::Kind::search) return;
+    if (!time_left() && next->cand.kind == Candidate::Kind::search) {
+        // Out of time: a search candidate built in time is dropped, not measured. Left built,
+        // it would hold its slot as the earliest built, which next_to_measure returns first, and
+        // the re-measurements after the search would wait on it (a layernorm run hung there).
+        in_flight.erase(next->cand.hash);
+        next->worker->kill();
+        pool->replace(*next);
+        return;
+    }
     json req = {
         {"cmd", "measure"}, {"min_time_ms", opt.min_time_ms}, {"warmup", 1}, {"max_repeats", 200}};
     if (!next->worker->send(req)) {
