@@ -34,7 +34,7 @@ struct PrimitiveSpec {
     enum class On : uint8_t { Stage, Update, Func };
     enum class TargetFunc : uint8_t { None, Consumer, NewFunc };
     enum class OptionKind : uint8_t { None, Tail, Memory };
-    enum class VarKinds : uint8_t { Any, PureOnly, RVarThenVar };
+    enum class VarKinds : uint8_t { Any, PureOnly, RVarThenVar, Funcs };
     static constexpr size_t Many = SIZE_MAX;
 
     Primitive primitive;
@@ -57,13 +57,13 @@ bool parse_primitive(const std::string &name, Primitive *out);
 
 /// One recorded scheduling call.
 struct Directive {
-    std::string func;              ///< the Func the directive was called on
+    std::string func;              ///< the Func called on; for in, the Func or ImageParam wrapped
     int stage = 0;                 ///< 0 for the pure definition, i + 1 for update(i)
     std::string primitive;         ///< the name of a row of lang/Directives.def (primitive_name)
-    std::vector<std::string> vars; ///< variable names, in the order the primitive takes them
+    std::vector<std::string> vars; ///< variable names, in the primitive's order; in: consumers
     std::vector<bool> is_rvar;     ///< per var: whether it names an RVar
     std::vector<int64_t> ints;     ///< factors, bounds
-    std::string target;            ///< compute_at/store_at: the consumer Func; rfactor: new Func
+    std::string target;            ///< compute_at/store_at: the consumer; rfactor, in: new Func
     std::string option;            ///< tail strategy, memory type
     int64_t sequence = 0;          ///< global order of the calls, so a trace can be replayed
     /// A split of an RVar that a later rfactor of its outer part made part of the algorithm (the

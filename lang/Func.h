@@ -261,6 +261,25 @@ public:
     Func &bound(const Var &var, int min, int extent);
     Func &store_in(MemoryType memory_type);
 
+    /// Wrappers (Halide's in()). `f.in(g)` returns a new pure Func `f_in_g(x, y) = f(x, y)`,
+    /// with f's dimensions and pure Var names, and every call to f in g's definitions (pure and
+    /// updates) reads the wrapper instead. Unscheduled the wrapper is inlined, so the pipeline
+    /// computes what it did; scheduled like any Func (compute_at, vectorize, reorder_storage,
+    /// store_in, ...) it stages f's values for g alone: a copy per tile, in another layout, in
+    /// other memory. The calls are redirected when the pipeline is lowered; f, g and the
+    /// algorithm hash are unchanged, and remove_schedule removes wrappers. Calling in() again
+    /// with the same consumer(s) returns the same wrapper. CompileError when f has no
+    /// definition, when the consumer is f itself, or when g does not call f (the message lists
+    /// the Funcs that do). Hold f or a consumer while using the wrapper: the wrapper's call to f
+    /// does not own f (f owns its wrappers).
+    Func in(const Func &consumer);
+    /// One wrapper `f_in_g_h` read by each of the consumers (at least one, each calling f).
+    /// CompileError when a consumer already reads f through a wrapper made for other consumers.
+    Func in(const std::vector<Func> &consumers);
+    /// A wrapper `f_in` read by every Func that calls f, except f's other wrappers and any
+    /// consumer with a wrapper of its own (as in Halide), including Funcs defined later.
+    Func in();
+
     /// The region an output is expected to be computed over, as in Halide: not a schedule and
     /// no promise (unlike bound), but what a tuner sizes the output with when the shape it tunes
     /// is not the output's extents (a generator declaring GeneratorContext::shape). CompileError

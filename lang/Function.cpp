@@ -7,6 +7,7 @@
 
 #include "lang/Error.h"
 #include "lang/IRVisitor.h"
+#include "lang/Param.h"
 
 namespace kiln {
 
@@ -15,6 +16,8 @@ class CollectCalls : public IRVisitor {
 public:
     std::vector<FunctionPtr> found;
     std::set<const FunctionContents *> seen; // by identity, so that a shared name is not hidden
+    std::vector<std::shared_ptr<ParameterContents>> images;
+    std::set<const ParameterContents *> seen_images;
 
 private:
     using IRVisitor::visit;
@@ -22,6 +25,10 @@ private:
         IRVisitor::visit(op);
         if (op->call_type == Call::Func && seen.insert(op->func.get()).second) {
             found.push_back(op->func);
+        }
+        if (op->call_type == Call::Image && op->param &&
+            seen_images.insert(op->param.get()).second) {
+            images.push_back(op->param);
         }
     }
 };
@@ -40,12 +47,53 @@ void collect(CollectCalls &c, const Definition &d) {
 }
 } // namespace
 
-std::vector<FunctionPtr> direct_callees(const FunctionPtr &f) {
-    CollectCalls c;
+namespace {
+void collect_all(CollectCalls &c, const FunctionPtr &f) {
     collect(c, f->init);
     for (const Definition &u : f->updates)
         collect(c, u);
+}
+} // namespace
+
+std::vector<FunctionPtr> direct_callees(const FunctionPtr &f) {
+    CollectCalls c;
+    collect_all(c, f);
     return c.found;
+}
+
+std::vector<std::shared_ptr<ParameterContents>> direct_image_params(const FunctionPtr &f) {
+    CollectCalls c;
+    collect_all(c, f);
+    return c.images;
+}
+
+FunctionPtr wrapper_read_by(const std::map<std::string, FunctionPtr> &wrappers,
+                            const std::string &wrapped, const FunctionContents &consumer) {
+    auto it = wrappers.find(consumer.name);
+    if (it == wrappers.end() && consumer.wrapped != wrapped) it = wrappers.find("");
+    if (it == wrappers.end() || it->second.get() == &consumer) return nullptr;
+    return it->second;
+}
+
+std::vector<FunctionPtr> scheduled_functions(const std::vector<FunctionPtr> &outputs) {
+    std::vector<FunctionPtr> all = reachable_functions(outputs);
+    std::set<const FunctionContents *> listed;
+    for (const FunctionPtr &f : all)
+        listed.insert(f.get());
+    auto add = [&](const std::map<std::string, FunctionPtr> &wrappers) {
+        for (const auto &entry : wrappers) {
+            if (listed.insert(entry.second.get()).second) all.push_back(entry.second);
+        }
+    };
+    // A wrapper calls only what it wraps, which is listed already; its own wrappers are found
+    // when the loop reaches it.
+    for (size_t i = 0; i < all.size(); i++) {
+        FunctionPtr f = all[i];
+        add(f->wrappers);
+        for (const auto &p : direct_image_params(f))
+            add(p->wrappers);
+    }
+    return all;
 }
 
 std::vector<FunctionPtr> reachable_functions(const std::vector<FunctionPtr> &outputs) {

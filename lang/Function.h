@@ -37,6 +37,14 @@ struct FunctionContents {
     std::vector<Definition> original_updates;
     bool updates_rewritten = false;
     bool made_by_rfactor = false; ///< an intermediate created by a schedule, not the user
+    /// Func::in: the wrappers of this Func by the name of the consumer that reads them ("" for
+    /// the wrapper read by every consumer; a wrapper of several consumers is under each name).
+    /// Schedule state, not algorithm: lowering redirects the consumers' calls
+    /// (schedule/ApplyWrappers.h); the definitions here are never rewritten. A wrapper's own
+    /// call to this Func does not own it (it owns the wrapper), as with self-calls.
+    std::map<std::string, std::shared_ptr<FunctionContents>> wrappers;
+    /// On a wrapper made by in(): the name of the Func or ImageParam it wraps; else empty.
+    std::string wrapped;
     /// Func::set_estimate: the region a tuner computes this output over, by pure variable name
     /// (min, extent). Not a schedule and not part of the algorithm's hash.
     std::map<std::string, std::pair<int64_t, int64_t>> estimates;
@@ -57,5 +65,22 @@ Expr weaken_self_calls(const Expr &e, const FunctionContents *self);
 
 /// The Funcs called directly by a function's definitions (pure and updates), by name.
 std::vector<FunctionPtr> direct_callees(const FunctionPtr &f);
+
+/// The ImageParams called directly by a function's definitions (pure and updates), by name.
+std::vector<std::shared_ptr<ParameterContents>> direct_image_params(const FunctionPtr &f);
+
+/// One step of in()'s rule: the wrapper that `consumer` reads in place of the Func or ImageParam
+/// named `wrapped`, whose wrappers these are, or null. The wrapper kept under the consumer's name
+/// if there is one; else the wrapper for every consumer, unless the consumer is itself a wrapper
+/// of `wrapped` (a wrapper reads what it wraps); never the consumer itself. The wrapper read may
+/// have a wrapper of its own for the consumer (f.in(g).in(g)): apply the rule again to it.
+FunctionPtr wrapper_read_by(const std::map<std::string, FunctionPtr> &wrappers,
+                            const std::string &wrapped, const FunctionContents &consumer);
+
+/// reachable_functions, then the in() wrappers of those Funcs and of the ImageParams they call,
+/// and the wrappers' own wrappers: every Func whose directives belong to the pipeline's schedule
+/// (ScheduleTrace captures, replays and removes these). A wrapper is listed when it exists,
+/// whether or not one of its consumers is in this pipeline.
+std::vector<FunctionPtr> scheduled_functions(const std::vector<FunctionPtr> &outputs);
 
 } // namespace kiln

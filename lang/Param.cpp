@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "lang/Error.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
 #include "lang/Var.h"
@@ -46,6 +47,11 @@ ImageParam::ImageParam(Type t, int dimensions, const std::string &name)
         user_error("dimensions of ImageParam '", contents->name, "' must be in [0, 8], got ",
                    dimensions);
     }
+}
+
+ImageParam::ImageParam(std::shared_ptr<ParameterContents> image) {
+    internal_assert(image && image->is_buffer, "ImageParam made from the contents of a scalar");
+    contents = std::move(image);
 }
 
 ImageParam &ImageParam::set_estimate(int dim, int64_t min, int64_t extent) {

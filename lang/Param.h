@@ -15,6 +15,8 @@
 
 namespace kiln {
 
+class Func;
+
 /// The shared state of a Param or ImageParam.
 struct ParameterContents {
     std::string name;
@@ -29,6 +31,9 @@ struct ParameterContents {
     uint64_t serial = 0;
     /// ImageParam::set_estimate: the (min, extent) a tuner sizes this image with, by dimension.
     std::map<int, std::pair<int64_t, int64_t>> estimates;
+    /// ImageParam::in: the wrappers of this image by consumer name ("" for the wrapper read by
+    /// every consumer), as FunctionContents::wrappers. Their calls to the image do not own it.
+    std::map<std::string, std::shared_ptr<FunctionContents>> wrappers;
 };
 
 /// Names of the symbols that describe an image parameter's shape in algorithms and lowered code.
@@ -66,6 +71,9 @@ class ImageParam : public Parameter {
 public:
     ImageParam() = default;
     ImageParam(Type t, int dimensions, const std::string &name = "");
+    /// A handle to the contents of an existing image (a trace's replay finds images by name).
+    explicit ImageParam(std::shared_ptr<ParameterContents> image);
+    bool defined() const { return contents != nullptr; }
     int dimensions() const { return contents->dimensions; }
     /// Binds a buffer for evaluation; its type and dimensionality must match.
     void set(const BufferBase &b);
@@ -78,6 +86,19 @@ public:
     ImageParam &set_estimate(int dim, int64_t min, int64_t extent);
     /// One (min, extent) per dimension, dimension 0 first.
     ImageParam &set_estimates(const std::vector<std::pair<int64_t, int64_t>> &region);
+
+    /// Wrappers (Halide's in()): a Func `B_in_g(_0, _1, ...) = B(_0, _1, ...)`, named after the
+    /// image and the consumer, that the consumer reads instead of the image. Its pure Vars are
+    /// `_0, _1, ...` (kiln::_0 and on, as in Halide). Unscheduled it is inlined, so nothing
+    /// changes; scheduled (compute_at a tile, vectorize, reorder_storage) it copies the part of
+    /// the image a tile reads into a buffer of its own, as a packed panel of a matrix. The same
+    /// consumer(s) always get the same wrapper. See Func::in for the rules and errors.
+    Func in(const Func &consumer);
+    /// One wrapper read by each of the consumers (named `B_in_g_h`).
+    Func in(const std::vector<Func> &consumers);
+    /// A wrapper read by every Func that calls the image (named `B_in`), except the image's
+    /// other wrappers and any consumer with a wrapper of its own.
+    Func in();
 
     /// A call at the given coordinates.
     Expr call(const std::vector<Expr> &args) const;

@@ -26,6 +26,14 @@ private:
     std::string var_name;
 };
 
+/// Positional Vars, as in Halide: `_0` names dimension 0 of an ImageParam's wrapper
+/// (ImageParam::in), so `B.in().vectorize(_0, 8)`; also the pure Vars kiln gives a Func whose
+/// first definition is an update (`f(r.x) += ...`).
+// NOLINTBEGIN(readability-identifier-naming): Halide's names
+inline const Var _0("_0"), _1("_1"), _2("_2"), _3("_3"), _4("_4"), _5("_5"), _6("_6"), _7("_7"),
+    _8("_8"), _9("_9");
+// NOLINTEND(readability-identifier-naming)
+
 /// One dimension of a reduction domain.
 struct ReductionVariable {
     std::string name;

@@ -111,6 +111,7 @@ public:
         case Primitive::reorder_storage:
         case Primitive::bound:
         case Primitive::store_in:
+        case Primitive::in:
             break;
         }
         internal_error("'", dir.primitive, "' is not a stage directive");
@@ -383,6 +384,9 @@ FuncSchedule build_func_schedule(const FunctionContents &f, bool is_output) {
                                  MemoryType::Register, MemoryType::GPUShared}) {
                 if (d.option == memory_type_name(m)) fs.memory_type = m;
             }
+            break;
+        case Primitive::in:
+            // Made the wrapper when called (this Func); lowering redirects the calls.
             break;
         case Primitive::split:
         case Primitive::fuse:

@@ -10,6 +10,7 @@
 #include "lang/IRPrinter.h"
 #include "lang/IRVisitor.h"
 #include "lang/Var.h"
+#include "schedule/ApplyWrappers.h"
 
 namespace kiln {
 
@@ -416,14 +417,8 @@ Expr inline_calls(const Expr &e, const PipelineEnv &env) {
 
 PipelineEnv make_pipeline_env(const std::vector<FunctionPtr> &outputs) {
     PipelineEnv env;
-    for (const FunctionPtr &f : reachable_functions(outputs)) {
-        auto it = env.funcs.find(f->name);
-        if (it != env.funcs.end() && it->second != f) {
-            user_error("two different Funcs are named '", f->name,
-                       "'; give each Func of a pipeline its own name");
-        }
-        env.funcs[f->name] = f;
-    }
+    // The Funcs as lowering sees them: calls redirected to the in() wrappers they read.
+    env.funcs = apply_wrappers(outputs);
     for (const FunctionPtr &f : outputs) {
         if (!f->has_pure_definition()) user_error("output Func '", f->name, "' has no definition");
         env.outputs.push_back(f->name);

@@ -11,6 +11,7 @@
 
 #include "lang/Error.h"
 #include "lang/IREquality.h"
+#include "lang/Param.h"
 
 namespace kiln {
 
@@ -18,12 +19,33 @@ namespace {
 
 using json = nlohmann::json;
 
-std::vector<FunctionPtr> reachable(const std::vector<Func> &outputs) {
-    std::vector<FunctionPtr> roots;
-    roots.reserve(outputs.size());
+std::vector<FunctionPtr> roots(const std::vector<Func> &outputs) {
+    std::vector<FunctionPtr> r;
+    r.reserve(outputs.size());
     for (const Func &f : outputs)
-        roots.push_back(f.function());
-    return reachable_functions(roots);
+        r.push_back(f.function());
+    return r;
+}
+
+// The Funcs of the algorithm as written: those the outputs call.
+std::vector<FunctionPtr> reachable(const std::vector<Func> &outputs) {
+    return reachable_functions(roots(outputs));
+}
+
+// The Funcs whose directives make up the schedule: those, and the in() wrappers.
+std::vector<FunctionPtr> scheduled(const std::vector<Func> &outputs) {
+    return scheduled_functions(roots(outputs));
+}
+
+// The ImageParams the Funcs call, each once.
+std::vector<std::shared_ptr<ParameterContents>> images_of(const std::vector<FunctionPtr> &funcs) {
+    std::vector<std::shared_ptr<ParameterContents>> images;
+    for (const FunctionPtr &f : funcs) {
+        for (const auto &p : direct_image_params(f)) {
+            if (std::find(images.begin(), images.end(), p) == images.end()) images.push_back(p);
+        }
+    }
+    return images;
 }
 
 std::string hex(uint64_t v) {
@@ -164,6 +186,10 @@ Primitive check_directive(const Directive &d, size_t index) {
         if (spec->vars == VarKinds::PureOnly && d.is_rvar[i]) {
             user_error("schedule trace: ", at, " names RVar '", d.vars[i], "'; ", d.primitive,
                        " takes pure Vars of the Func");
+        }
+        if (spec->vars == VarKinds::Funcs && d.is_rvar[i]) {
+            user_error("schedule trace: ", at, " marks consumer '", d.vars[i], "' as an RVar; ",
+                       d.primitive, " takes the names of consumer Funcs");
         }
     }
     if (spec->vars == VarKinds::RVarThenVar && (!d.is_rvar[0] || d.is_rvar[1])) {
@@ -404,14 +430,24 @@ std::string func_names(const std::vector<FunctionPtr> &funcs) {
     return s;
 }
 
+std::string image_names(const std::vector<FunctionPtr> &funcs) {
+    std::string s;
+    for (const auto &p : images_of(funcs))
+        s += (s.empty() ? "" : ", ") + p->name;
+    return s.empty() ? "(none)" : s;
+}
+
 // Checks before anything is applied that every Func a directive names will exist when the
-// directive is replayed: a Func of the pipeline, or one made by an earlier rfactor.
+// directive is replayed: a Func of the pipeline, or one made by an earlier rfactor or in (whose
+// wrapped thing may also be an ImageParam of the pipeline).
 void check_func_names(const std::vector<Directive> &directives,
                       const std::vector<Primitive> &primitives,
                       const std::vector<FunctionPtr> &funcs) {
-    std::set<std::string> known;
+    std::set<std::string> known, images;
     for (const FunctionPtr &f : funcs)
         known.insert(f->name);
+    for (const auto &p : images_of(funcs))
+        images.insert(p->name);
     auto check = [&](const std::string &name, const Directive &d, size_t i, const char *role) {
         if (known.count(name)) return;
         user_error("schedule trace: ", where(d, i), " names ", role, " '", name,
@@ -419,10 +455,20 @@ void check_func_names(const std::vector<Directive> &directives,
     };
     for (size_t i = 0; i < directives.size(); i++) {
         const Directive &d = directives[i];
-        check(d.func, d, i, "Func");
-        TargetFunc target = primitive_spec(primitives[i]).target;
-        if (target == TargetFunc::Consumer) check(d.target, d, i, "consumer Func");
-        if (target == TargetFunc::NewFunc) known.insert(d.target);
+        const PrimitiveSpec &spec = primitive_spec(primitives[i]);
+        if (spec.vars == VarKinds::Funcs) {
+            if (!known.count(d.func) && !images.count(d.func)) {
+                user_error("schedule trace: ", where(d, i), " wraps '", d.func,
+                           "', which this pipeline does not have; its Funcs are ",
+                           func_names(funcs), " and its ImageParams ", image_names(funcs));
+            }
+            for (const std::string &consumer : d.vars)
+                check(consumer, d, i, "consumer Func");
+        } else {
+            check(d.func, d, i, "Func");
+        }
+        if (spec.target == TargetFunc::Consumer) check(d.target, d, i, "consumer Func");
+        if (spec.target == TargetFunc::NewFunc) known.insert(d.target);
     }
 }
 
@@ -447,6 +493,30 @@ RVar rvar_of_update(const FunctionContents &f, int stage, const std::string &nam
     return RVar(name);
 }
 
+// in: what is wrapped is a Func of the pipeline or, failing that, an ImageParam it calls (both
+// checked before); the wrapper must get the name the trace gives it, which later directives use.
+void replay_in(const Directive &d, size_t index, const std::vector<FunctionPtr> &funcs) {
+    std::vector<Func> consumers;
+    for (const std::string &c : d.vars)
+        consumers.emplace_back(find_func(funcs, c, d, index));
+    auto wrap = [&](auto wrapped) {
+        return consumers.empty() ? wrapped.in() : wrapped.in(consumers);
+    };
+    auto f = std::find_if(funcs.begin(), funcs.end(),
+                          [&](const FunctionPtr &g) { return g->name == d.func; });
+    std::shared_ptr<ParameterContents> image;
+    for (const auto &p : images_of(funcs)) {
+        if (p->name == d.func) image = p;
+    }
+    internal_assert(f != funcs.end() || image, "in of unchecked '", d.func, "'");
+    Func made = f != funcs.end() ? wrap(Func(*f)) : wrap(ImageParam(image));
+    if (made.name() != d.target) {
+        user_error("schedule trace: ", where(d, index), " names its wrapper '", d.target, "', but ",
+                   d.func, ".in() made '", made.name(), "'; keep the name in() gives (",
+                   made.name(), ")");
+    }
+}
+
 // gpu_blocks and gpu_threads take one to three loops (checked before).
 template <typename One, typename Two, typename Three>
 void call_with_loops(const std::vector<VarOrRVar> &v, One one, Two two, Three three) {
@@ -456,6 +526,7 @@ void call_with_loops(const std::vector<VarOrRVar> &v, One one, Two two, Three th
 }
 
 void replay(const Directive &d, Primitive p, size_t index, const std::vector<FunctionPtr> &funcs) {
+    if (p == Primitive::in) return replay_in(d, index, funcs);
     FunctionPtr fp = find_func(funcs, d.func, d, index);
     if (d.stage > int(fp->updates.size())) {
         user_error("schedule trace: ", where(d, index), " schedules update ", d.stage - 1, " of '",
@@ -531,6 +602,8 @@ void replay(const Directive &d, Primitive p, size_t index, const std::vector<Fun
     case Primitive::store_in:
         f.store_in(memory_type_of(d));
         return;
+    case Primitive::in:
+        break; // replay_in
     }
     internal_error("replay of unchecked primitive '", d.primitive, "'");
 }
@@ -564,7 +637,7 @@ uint64_t algorithm_hash(const std::vector<Func> &outputs) {
 ScheduleTrace ScheduleTrace::capture(const std::vector<Func> &outputs) {
     ScheduleTrace trace;
     trace.algorithm_hash = kiln::algorithm_hash(outputs);
-    for (const FunctionPtr &f : reachable(outputs)) {
+    for (const FunctionPtr &f : scheduled(outputs)) {
         trace.directives.insert(trace.directives.end(), f->directives.begin(), f->directives.end());
     }
     std::stable_sort(
@@ -652,6 +725,15 @@ std::string ScheduleTrace::to_cpp() const {
             out << stage << "." << spec.name << "(" << cpp_identifier(d.target) << ", "
                 << cpp_var(d, 0) << ");\n";
             break;
+        case Primitive::in: {
+            std::string consumers;
+            for (const std::string &c : d.vars)
+                consumers += (consumers.empty() ? "" : ", ") + cpp_identifier(c);
+            if (d.vars.size() > 1) consumers = "{" + consumers + "}";
+            out << "Func " << cpp_identifier(d.target) << " = " << cpp_identifier(d.func) << ".in("
+                << consumers << ");\n";
+            break;
+        }
         case Primitive::fuse:
         case Primitive::reorder:
         case Primitive::vectorize:
@@ -680,7 +762,7 @@ void ScheduleTrace::apply(const std::vector<Func> &outputs) const {
         user_error("schedule trace: recorded for a different algorithm (hash ", hex(algorithm_hash),
                    ", this pipeline has ", hex(have), "); rebuild the pipeline it was recorded on");
     }
-    std::vector<FunctionPtr> funcs = reachable(outputs);
+    std::vector<FunctionPtr> funcs = scheduled(outputs);
     for (const FunctionPtr &f : funcs) {
         if (f->directives.empty()) continue;
         user_error("schedule trace: '", f->name, "' already has ", f->directives.size(),
@@ -693,13 +775,17 @@ void ScheduleTrace::apply(const std::vector<Func> &outputs) const {
     check_func_names(directives, primitives, funcs);
     for (size_t i = 0; i < directives.size(); i++) {
         replay(directives[i], primitives[i], i, funcs);
-        // rfactor adds an intermediate that later directives schedule.
-        if (primitive_spec(primitives[i]).target == TargetFunc::NewFunc) funcs = reachable(outputs);
+        // rfactor and in add a Func that later directives schedule.
+        if (primitive_spec(primitives[i]).target == TargetFunc::NewFunc) funcs = scheduled(outputs);
     }
 }
 
 void remove_schedule(const std::vector<Func> &outputs) {
-    for (const FunctionPtr &f : reachable(outputs)) {
+    std::vector<FunctionPtr> funcs = scheduled(outputs);
+    for (const auto &p : images_of(funcs))
+        p->wrappers.clear();
+    for (const FunctionPtr &f : funcs) {
+        f->wrappers.clear();
         f->directives.clear();
         if (f->updates_rewritten) {
             f->updates = f->original_updates;

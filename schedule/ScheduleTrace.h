@@ -17,7 +17,8 @@
 namespace kiln {
 
 /// A structural hash of the algorithm as the user wrote it: every Func reachable from the outputs
-/// that the user defined (not the intermediates made by rfactor), taken in name order, with its
+/// that the user defined (not the intermediates made by rfactor; in() wrappers are never called
+/// by the definitions, so they are not reached), taken in name order, with its
 /// name, pure arguments, output types, compute() shape, pure definition and update definitions
 /// (with their RDom bounds). For a Func that rfactor rewrote, the updates as written before the
 /// rewrite are hashed, so scheduling never changes the hash. Exprs are hashed structurally
@@ -39,6 +40,8 @@ uint64_t algorithm_hash(const std::vector<Func> &outputs);
 ///    "directives": [{"func": "blur_y", "stage": 0, "primitive": "split",
 ///                    "vars": ["x", "xo", "xi"], "rvars": [false, false, false],
 ///                    "ints": [8], "target": "", "option": "ShiftInwards"}, ...]}
+/// A wrapper made by in() is {"func": "B", "stage": 0, "primitive": "in", "vars": ["C"],
+/// "rvars": [false], "ints": [], "target": "B_in_C", "option": ""} (no vars: every consumer).
 /// The hash is a hex string because JSON numbers lose precision past 2^53. Writing always emits
 /// every field; reading requires "func" and "primitive" in each directive and defaults the others
 /// ("stage" 0, empty lists and strings, "rvars" all false).
@@ -51,7 +54,9 @@ struct ScheduleTrace {
     std::vector<Directive> directives;
 
     /// All directives of all Funcs reachable from the outputs (including intermediates made by
-    /// rfactor), ordered by the order of the calls.
+    /// rfactor, and in() wrappers: lang/Function.h scheduled_functions), ordered by the order of
+    /// the calls. The in directive that made a wrapper names what it wraps (a Func or an
+    /// ImageParam) as its Func, its consumers as its variables and the wrapper as its target.
     static ScheduleTrace capture(const std::vector<Func> &outputs);
 
     nlohmann::json to_json() const;
@@ -66,7 +71,9 @@ struct ScheduleTrace {
 
     /// The scheduling calls, one per line, ready to paste. Each Func is assumed to be held in a
     /// C++ variable named like the Func (characters other than letters, digits and '_' become
-    /// '_'); rfactor declares the variable of its intermediate. Tail strategies are always
+    /// '_'), and so is each ImageParam that in() wraps; rfactor and in declare the variable of
+    /// the Func they make (`Func B_in = B.in();`, `Func f_in_g = f.in(g);`,
+    /// `Func f_in_g_h = f.in({g, h});`). Tail strategies are always
     /// spelled out. A split followed by vectorize (or unroll) of its inner loop, as recorded by
     /// vectorize(x, factor) and unroll(x, factor), prints as that one call; tile prints as the
     /// splits and the reorder it records, gpu_tile as its splits, reorder, gpu_blocks and
@@ -75,8 +82,10 @@ struct ScheduleTrace {
     std::string to_cpp() const;
 
     /// Replays the trace on a freshly built pipeline of the same algorithm by calling the same
-    /// public Func and Stage methods in order. Raises CompileError when the algorithm hash differs,
-    /// when a Func of the pipeline already has directives, or when a directive names a Func the
+    /// public Func, Stage and ImageParam methods in order (an in directive finds what it wraps
+    /// among the pipeline's Funcs, then among the ImageParams they call, by name). Raises
+    /// CompileError when the algorithm hash differs, when a Func of the pipeline already has
+    /// directives, or when a directive names a Func (or an in directive an ImageParam) the
     /// pipeline does not have; these are checked before anything is applied. An error raised by a
     /// scheduling method itself (say a split of a loop that does not exist) leaves the pipeline
     /// partly scheduled: rebuild it before trying again.
@@ -84,10 +93,11 @@ struct ScheduleTrace {
 };
 
 /// Removes the schedule of a pipeline: every directive of every Func reachable from the outputs,
-/// and what rfactor did (the updates as written come back; its intermediates are no longer
-/// called). What is left is the algorithm as written, with the same algorithm_hash, on which
-/// ScheduleTrace::apply replays another schedule. The tuner uses it to tune a generator whose
-/// function also schedules (autotune/GeneratorOperator.h).
+/// what rfactor did (the updates as written come back; its intermediates are no longer
+/// called) and the in() wrappers of those Funcs and of the ImageParams they call. What is left is
+/// the algorithm as written, with the same algorithm_hash, on which ScheduleTrace::apply replays
+/// another schedule. The tuner uses it to tune a generator whose function also schedules
+/// (autotune/GeneratorOperator.h).
 void remove_schedule(const std::vector<Func> &outputs);
 
 /// Same hash and the same directives, field by field (sequence included).
