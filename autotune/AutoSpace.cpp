@@ -7,6 +7,8 @@
 
 #include "codegen/Target.h"
 #include "lang/IROperator.h"
+#include "lang/Simplify.h"
+#include "schedule/BoxesTouched.h"
 
 namespace kiln::autotune {
 
@@ -37,10 +39,49 @@ struct Shape {
         /// The constant extent of the outermost RVar of its first such reduction (0 when not
         /// constant): what a K block splits.
         int64_t outer_rextent = 0;
+        /// When its first variable is its own (not one of the output's: a row reduction's
+        /// lanes l in partial(l, y)), the constant extent its consumers read of it (0 when not
+        /// constant): a register tile vectorizes that variable over exactly this many values.
+        int64_t lane_extent = 0;
     };
     std::vector<Producer> producers;
     int lanes = 4; ///< natural vector lanes of the output type
 };
+
+/// The constant extent of the first dimension of `name` that the other stages read (calls with
+/// their RVars over their domains), or 0 when some read depends on a pure variable or is not
+/// constant.
+int64_t read_lane_extent(const apps::OperatorInstance &inst, const std::string &name) {
+    std::vector<Func> stages = inst.stages;
+    stages.push_back(inst.output);
+    Interval lanes;
+    bool read = false;
+    for (const Func &c : stages) {
+        if (c.name() == name) continue;
+        std::vector<const Definition *> defs{&c.definition()};
+        for (int u = 0; u < c.num_updates(); u++)
+            defs.push_back(&c.update_definition(u));
+        for (const Definition *d : defs) {
+            Scope scope;
+            if (d->rdom) {
+                for (const ReductionVariable &r : d->rdom->vars)
+                    scope[r.name] = Interval(r.min, simplify(r.min + r.extent - 1));
+            }
+            std::vector<Expr> exprs = d->values;
+            exprs.insert(exprs.end(), d->args.begin(), d->args.end());
+            for (const Expr &e : exprs) {
+                Box box = boxes_touched(e, name, scope);
+                if (box.empty()) continue;
+                lanes = read ? Interval::make_union(lanes, box[0]) : box[0];
+                read = true;
+            }
+        }
+    }
+    if (!read || !lanes.min.defined() || !lanes.max.defined()) return 0;
+    std::optional<int64_t> lo = as_const_int(simplify(lanes.min));
+    std::optional<int64_t> hi = as_const_int(simplify(lanes.max));
+    return lo && hi && *hi >= *lo ? *hi - *lo + 1 : 0;
+}
 
 Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
     Shape s;
@@ -95,6 +136,11 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
                 if (p.name == callee->name && c.name() != p.name) p.consumers.push_back(c.name());
             }
         }
+    }
+    for (Shape::Producer &p : s.producers) {
+        if (p.args.empty() || std::find(s.dims.begin(), s.dims.end(), p.x) != s.dims.end())
+            continue;
+        p.lane_extent = read_lane_extent(inst, p.name);
     }
     return s;
 }
@@ -183,6 +229,29 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             return std::find(p.args.begin(), p.args.end(), v) != p.args.end();
         };
         const bool has_x = d > 1 && (has(s.dims[0]) || (d >= 3 && has(s.dims[size_t(d - 1)])));
+        // A row reduction's partial sums partial(l, y), computed per strip of rows: "strip:
+        // registers" keeps the row's lane_extent lanes of every row of the strip in vector
+        // registers (lanes innermost, vectorized and unrolled: independent accumulators that
+        // hide the add latency) while the reduction walks the row. Its lanes are its own
+        // variable with a constant extent, so the vectors cover them exactly.
+        const bool row_lanes = d == 2 && p.dims == 2 && p.lane_extent > 0 &&
+                               p.args[1] == s.dims[1] && !p.reductions.empty();
+        if (row_lanes) {
+            where.push_back("strip:registers");
+            const std::string at = p.name + "_at";
+            const int64_t lanes = p.lane_extent;
+            space.add_constraint(at + " strip:registers needs y_outer", [at](const ConfigView &c) {
+                return c.s(at) != "strip:registers" || c.s("outer_order") == "y_outer";
+            });
+            space.add_constraint(at + " strip:registers needs vector to divide " +
+                                     std::to_string(lanes) + " lanes and " + std::to_string(lanes) +
+                                     " / vector * tile_y <= 32",
+                                 [at, lanes](const ConfigView &c) {
+                                     return c.s(at) != "strip:registers" ||
+                                            (lanes % c.i("vector") == 0 &&
+                                             lanes / c.i("vector") * c.i("tile_y") <= 32);
+                                 });
+        }
         if (!p.reductions.empty() && has_x) {
             where.push_back("outer_tile:registers");
             for (int64_t b = 16;
@@ -303,6 +372,11 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         // tile loop (the other of the two, with outer_x > 1), the tile loop (xm with outer_x > 1,
         // else the inner of yo and xo), then the tile itself.
         std::string tile_loop, outer_tile_loop, strip_loop, outermost;
+        // The space tunes one shape: the output's extents are constants (a kernel built for
+        // another shape is a shape-dispatched variant of its own), so its loops and the regions
+        // of its producers have constant extents and their buffers live on the stack.
+        for (int k = 0; k < d; k++)
+            f.bound(Var(s.dims[size_t(k)]), 0, s.extents[size_t(k)]);
         if (d > 0) {
             int64_t tx = c.i("tile_x"), ox = c.i("outer_x");
             const bool x_outer = d > 1 && c.s("outer_order") == "x_outer";

@@ -382,7 +382,7 @@ TEST(AutoSpace, AKBlockedRegisterTileIsSpaceReductionSpaceReductionSpace) {
     apps::register_builtin_operators();
     const apps::Operator &op = apps::find_operator("matmul");
     for (const std::vector<int64_t> &shape :
-         {std::vector<int64_t>{40, 64, 96}, std::vector<int64_t>{24, 64, 80}}) {
+         {std::vector<int64_t>{40, 128, 96}, std::vector<int64_t>{24, 128, 80}}) {
         SearchSpace s = auto_space(op, shape, Target::host());
         std::mt19937_64 rng(2);
         Config any;
@@ -550,6 +550,85 @@ TEST(AutoSpace, RegisterTilesNeedTheOutputsXAndStayInsideTheInput) {
               std::string::npos)
         << message;
     EXPECT_EQ(message.find("registers,"), std::string::npos) << message;
+}
+
+// A row reduction's partial sums partial(l, y) at "strip:registers": the lanes l (the row's 64
+// accumulators, a constant extent read by the total) are vectorized and unrolled inside the walk
+// along the row, so nothing loops inside the block loop and every update is a whole vector: the
+// hand schedule's four independent zmm accumulators (per row of the strip). The output's extents
+// are the shape's, so the row loops are constants. Rows of N = 200 and 136 (not multiples of 64:
+// the total adds the tail) compute what the reference computes, and every such config passes the
+// checks at the shape.
+TEST(AutoSpace, ARowReductionKeepsItsLanesInVectorRegisters) {
+    apps::register_builtin_operators();
+    for (const std::string name : {"softmax", "layernorm"}) {
+        const apps::Operator &op = apps::find_operator(name);
+        for (const std::vector<int64_t> &shape :
+             std::vector<std::vector<int64_t>>{{6, 200}, {5, 136}}) {
+            SearchSpace s = auto_space(op, shape, Target::host());
+            const std::string partial = name == "softmax" ? "row_max_partial" : "row_sum_partial";
+            const std::vector<nlohmann::json> &values =
+                s.knobs()[size_t(s.knob_index(partial + "_at"))].values;
+            ASSERT_NE(std::find(values.begin(), values.end(), nlohmann::json("strip:registers")),
+                      values.end())
+                << name;
+            std::mt19937_64 rng(17);
+            int checked = 0;
+            for (int i = 0; i < 200000 && checked < 3; i++) {
+                Config c = s.random(rng);
+                nlohmann::json j = s.to_json(c);
+                if (j[partial + "_at"] != "strip:registers" || !s.valid(c)) continue;
+                const int64_t vector = j["vector"].get<int64_t>();
+                apps::OperatorInstance inst = op.make(shape);
+                s.apply(inst, c);
+                LoweredFunc f = inst.pipeline().lower();
+                std::optional<std::string> failed;
+                loop_nest_features(f, inst, &failed);
+                EXPECT_FALSE(failed) << j.dump() << ": " << failed.value_or("");
+                class RowWalk : public IRVisitor {
+                public:
+                    std::string block;
+                    int64_t vector = 1;
+                    int blocks = 0, loops_inside = 0, depth = 0, vector_updates = 0;
+                    bool symbolic_output_loop = false;
+
+                protected:
+                    using IRVisitor::visit;
+                    void visit(const For *op) override {
+                        const bool b = op->name.find(block) != std::string::npos;
+                        if (depth > 0) loops_inside++;
+                        if (op->name.rfind(out + ".s0.", 0) == 0 && !op->extent.as<IntImm>())
+                            symbolic_output_loop = true;
+                        blocks += b;
+                        depth += b;
+                        IRVisitor::visit(op);
+                        depth -= b;
+                    }
+                    void visit(const Store *op) override {
+                        if (depth > 0 && op->value.type().lanes == vector) vector_updates++;
+                        IRVisitor::visit(op);
+                    }
+
+                public:
+                    std::string out;
+                } v;
+                v.block = partial + ".s1.";
+                v.vector = vector;
+                v.out = name;
+                v.include(f.body);
+                const std::string where = j.dump();
+                EXPECT_EQ(v.blocks, 1) << where;
+                EXPECT_EQ(v.loops_inside, 0) << where;
+                EXPECT_EQ(v.vector_updates, 64 / vector * j["tile_y"].get<int64_t>()) << where;
+                EXPECT_FALSE(v.symbolic_output_loop) << where;
+                EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)),
+                          op.tolerance)
+                    << where;
+                checked++;
+            }
+            EXPECT_EQ(checked, 3) << name;
+        }
+    }
 }
 
 // A producer vectorized where its region is narrower than a vector (conv2d's w_packed computed
