@@ -301,6 +301,22 @@ private:
         return *p;
     }
 
+    /// Type-based alias information: every access to a buffer carries a TBAA tag of its own
+    /// name, all siblings under one root, so LLVM knows that a store to one buffer never
+    /// changes what a load from another reads (as Halide does, kiln assumes the buffers of a
+    /// call do not overlap). Without it, a register tile of an output (a sum updated in place
+    /// inside the reduction loop) is stored and reloaded at every step: a load from an input
+    /// might read what the store wrote. The tags are uniqued by name in the context, so the
+    /// closures of parallel loops share them.
+    void mark_access(llvm::Value *access, const std::string &buffer) {
+        auto *inst = llvm::dyn_cast<llvm::Instruction>(access);
+        if (!inst) return;
+        llvm::MDBuilder md(context);
+        llvm::MDNode *root = md.createTBAARoot("kiln buffers");
+        llvm::MDNode *type = md.createTBAAScalarTypeNode(buffer, root);
+        inst->setMetadata(llvm::LLVMContext::MD_tbaa, md.createTBAAStructTagNode(type, type, 0));
+    }
+
     /// A <1 x T> vector holding v, for masked operations on one lane.
     llvm::Value *one_lane(llvm::Value *v) {
         auto *type = llvm::FixedVectorType::get(v->getType(), 1);
@@ -531,14 +547,17 @@ private:
                 auto *one = llvm::FixedVectorType::get(element, 1);
                 loaded = builder.CreateMaskedLoad(one, p, align, one_lane(mask),
                                                   llvm::Constant::getNullValue(one));
+                mark_access(loaded, op->name);
                 loaded = builder.CreateExtractElement(loaded, uint64_t(0));
             } else {
                 loaded = builder.CreateAlignedLoad(element, p, align);
+                mark_access(loaded, op->name);
             }
         } else if (const Broadcast *b = op->index.as<Broadcast>(); b && !mask) {
             llvm::Value *p = element_pointer(element, base, codegen(b->value));
-            loaded =
-                builder.CreateVectorSplat(t.lanes, builder.CreateAlignedLoad(element, p, align));
+            llvm::Value *one = builder.CreateAlignedLoad(element, p, align);
+            mark_access(one, op->name);
+            loaded = builder.CreateVectorSplat(t.lanes, one);
         } else if (std::optional<ClampedRamp> r = clamped_ramp(op->index); r && !r->ok) {
             // A dense ramp, possibly through lets and plus broadcast offsets.
             llvm::Value *p = element_pointer(element, base, r->base);
@@ -547,6 +566,7 @@ private:
             } else {
                 loaded = builder.CreateAlignedLoad(type, p, align);
             }
+            mark_access(loaded, op->name);
         } else if (r && !mask) {
             // Clamped coordinates (boundary conditions): one vector load where no lane is
             // clamped, which is everywhere but near the edges; a gather there.
@@ -557,10 +577,12 @@ private:
             builder.SetInsertPoint(dense);
             llvm::Value *dense_value =
                 builder.CreateAlignedLoad(type, element_pointer(element, base, r->base), align);
+            mark_access(dense_value, op->name);
             builder.CreateBr(after);
             builder.SetInsertPoint(gather);
             llvm::Value *pointers = builder.CreateGEP(element, base, codegen(op->index));
             llvm::Value *gathered = builder.CreateMaskedGather(type, pointers, align, mask, zero);
+            mark_access(gathered, op->name);
             llvm::BasicBlock *gather_end = builder.GetInsertBlock();
             builder.CreateBr(after);
             builder.SetInsertPoint(after);
@@ -571,6 +593,7 @@ private:
         } else {
             llvm::Value *pointers = builder.CreateGEP(element, base, codegen(op->index));
             loaded = builder.CreateMaskedGather(type, pointers, align, mask, zero);
+            mark_access(loaded, op->name);
         }
         value = from_memory(loaded, t);
     }
@@ -1003,22 +1026,23 @@ private:
         if (t.is_scalar()) {
             llvm::Value *p = element_pointer(element, base, codegen(op->index));
             if (mask) {
-                builder.CreateMaskedStore(one_lane(v), p, align, one_lane(mask));
+                mark_access(builder.CreateMaskedStore(one_lane(v), p, align, one_lane(mask)),
+                            op->name);
             } else {
-                builder.CreateAlignedStore(v, p, align);
+                mark_access(builder.CreateAlignedStore(v, p, align), op->name);
             }
         } else if (std::optional<ClampedRamp> r = clamped_ramp(op->index); r && !r->ok) {
             // A dense ramp, possibly through lets and plus broadcast offsets.
             llvm::Value *p = element_pointer(element, base, r->base);
             if (mask) {
-                builder.CreateMaskedStore(v, p, align, mask);
+                mark_access(builder.CreateMaskedStore(v, p, align, mask), op->name);
             } else {
-                builder.CreateAlignedStore(v, p, align);
+                mark_access(builder.CreateAlignedStore(v, p, align), op->name);
             }
         } else {
             // Lanes that share an address are written in lane order, so the last one wins.
             llvm::Value *pointers = builder.CreateGEP(element, base, codegen(op->index));
-            builder.CreateMaskedScatter(v, pointers, align, mask);
+            mark_access(builder.CreateMaskedScatter(v, pointers, align, mask), op->name);
         }
     }
 
