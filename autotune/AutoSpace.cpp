@@ -4,9 +4,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "codegen/Target.h"
 #include "lang/IROperator.h"
+#include "lang/IRVisitor.h"
 #include "lang/Simplify.h"
 #include "schedule/BoxesTouched.h"
 
@@ -21,9 +23,11 @@ struct Shape {
     std::vector<int> extents;
     struct Update {
         int index = 0;
-        bool pure_x = false; ///< the update's first site argument is the pure var x
-        std::string rvar;    ///< its first RVar, "" when none
-        int64_t rextent = 0; ///< that RVar's constant extent (0 when unknown)
+        bool pure_x = false;            ///< the update's first site argument is the pure var x
+        std::string rvar;               ///< its first RVar, "" when none
+        int64_t rextent = 0;            ///< that RVar's constant extent (0 when unknown)
+        std::vector<std::string> rvars; ///< all its RVars, innermost first
+        bool in_place = false;          ///< its site is the pure variables, in order
     };
     std::vector<Update> updates;
     struct Producer {
@@ -45,8 +49,40 @@ struct Shape {
         int64_t lane_extent = 0;
     };
     std::vector<Producer> producers;
+    /// An input image read by a reduction (a stage with an RDom): a packing stage, its wrapper
+    /// Func (ImageParam::in) computed at a loop of the output, can copy the region a loop reads
+    /// into a dense buffer that every iteration inside the loop reuses.
+    struct Pack {
+        std::string image, consumer;
+    };
+    std::vector<Pack> packs;
     int lanes = 4; ///< natural vector lanes of the output type
 };
+
+/// The names of the input images a Func's definitions read.
+std::set<std::string> images_read(const Func &f) {
+    class Images : public IRVisitor {
+    public:
+        std::set<std::string> names;
+
+    protected:
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Image && op->param) names.insert(op->name);
+            IRVisitor::visit(op);
+        }
+    } v;
+    std::vector<const Definition *> defs{&f.definition()};
+    for (int u = 0; u < f.num_updates(); u++)
+        defs.push_back(&f.update_definition(u));
+    for (const Definition *d : defs) {
+        for (const Expr &e : d->values)
+            v.include(e);
+        for (const Expr &e : d->args)
+            v.include(e);
+    }
+    return v.names;
+}
 
 /// The constant extent of the first dimension of `name` that the other stages read (calls with
 /// their RVars over their domains), or 0 when some read depends on a pure variable or is not
@@ -101,6 +137,13 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
         if (d.rdom && !d.rdom->vars.empty()) {
             up.rvar = d.rdom->vars[0].name;
             up.rextent = as_const_int(d.rdom->vars[0].extent).value_or(0);
+            for (const ReductionVariable &r : d.rdom->vars)
+                up.rvars.push_back(r.name);
+        }
+        up.in_place = d.args.size() == s.dims.size();
+        for (size_t a = 0; up.in_place && a < d.args.size(); a++) {
+            const Variable *v = d.args[a].as<Variable>();
+            up.in_place = v && v->name == s.dims[a];
         }
         s.updates.push_back(up);
     }
@@ -134,6 +177,20 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
         for (const FunctionPtr &callee : direct_callees(c.function())) {
             for (Shape::Producer &p : s.producers) {
                 if (p.name == callee->name && c.name() != p.name) p.consumers.push_back(c.name());
+            }
+        }
+    }
+    std::vector<Func> all{f};
+    for (const Func &c : inst.stages)
+        if (c.name() != s.out) all.push_back(c);
+    for (const Func &c : all) {
+        bool reduces = false;
+        for (int u = 0; u < c.num_updates(); u++)
+            reduces = reduces || c.update_definition(u).rdom != nullptr;
+        if (!reduces) continue;
+        for (const std::string &image : images_read(c)) {
+            for (const ImageParam &in : inst.inputs) {
+                if (in.name() == image && in.dimensions() > 0) s.packs.push_back({image, c.name()});
             }
         }
     }
@@ -184,6 +241,19 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
     for (const Shape::Update &u : s.updates) {
         std::string p = "update" + std::to_string(u.index) + "_";
         if (u.pure_x) space.add_bool(p + "vectorize");
+        // Where a reduction of the output runs in its tiles: innermost (a sum per point), or
+        // between the tile loops and the tile (a register tile: at most 32 vectors of sums).
+        if (u.in_place && !u.rvars.empty() && d > 0) {
+            space.add_choice(p + "r_at", {"innermost", "tile"});
+            space.add_constraint(
+                p + "r_at tile needs tile_x * tile_y / vector <= 32 (sums)",
+                [p, d](const ConfigView &c) {
+                    const int64_t rows = d > 1 ? c.i("tile_y") : 1;
+                    const int64_t lanes =
+                        c.has(p + "vectorize") && c.b(p + "vectorize") ? c.i("vector") : 1;
+                    return c.s(p + "r_at") != "tile" || c.i("tile_x") * rows / lanes <= 32;
+                });
+        }
         if (!u.rvar.empty() && u.rextent >= 8) {
             space.add_powers_of_two(p + "split_r", 1, std::min<int64_t>(64, floor_pow2(u.rextent)));
             // rfactor pays off for a large reduction into a small output.
@@ -281,6 +351,20 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         if (p.dims > 0) space.add_bool(p.name + "_vectorize");
     }
 
+    // Packing stages: an input a reduction reads, copied by its wrapper per strip, outer tile or
+    // tile of the output into a dense buffer (with outer_order x_outer and the wrapper at the
+    // strip, a matmul's column panel of B: what the hand schedule's B_panel Func does, found
+    // for an algorithm that does not name one).
+    for (const Shape::Pack &pk : s.packs) {
+        std::vector<std::string> where{"none"};
+        if (d > 1) where.push_back("strip");
+        if (d > 0) {
+            where.push_back("outer_tile");
+            where.push_back("tile");
+        }
+        if (where.size() > 1) space.add_choice(pk.image + "_in_" + pk.consumer + "_at", where);
+    }
+
     if (d > 0) {
         space.add_constraint("vector <= tile_x and tile_x % vector == 0", [](const ConfigView &c) {
             return c.i("vector") <= c.i("tile_x") && c.i("tile_x") % c.i("vector") == 0;
@@ -347,6 +431,33 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                                  return true;
                              });
     }
+    for (const Shape::Pack &pk : s.packs) {
+        const std::string knob = pk.image + "_in_" + pk.consumer + "_at";
+        if (d == 0) continue; // no loop of the output to pack at
+        const std::string consumer = pk.consumer;
+        const bool of_output = consumer == s.out;
+        space.add_constraint(knob + " is inside the loop " + consumer + " is computed at",
+                             [knob, consumer, of_output, rank, effective](const ConfigView &c) {
+                                 const std::string &v = c.s(knob);
+                                 return v == "none" || of_output ||
+                                        rank(v) <= (*effective)(c, consumer, 0);
+                             });
+        // rfactor moves the output's reduction (and its reads) into a new Func.
+        std::vector<std::string> rfactors;
+        for (const Shape::Update &u : s.updates)
+            rfactors.push_back("update" + std::to_string(u.index) + "_rfactor");
+        if (of_output)
+            space.add_constraint(knob + " needs no rfactor of " + consumer,
+                                 [knob, rfactors](const ConfigView &c) {
+                                     if (c.s(knob) == "none") return true;
+                                     for (const std::string &r : rfactors)
+                                         if (c.has(r) && c.b(r)) return false;
+                                     return true;
+                                 });
+        space.add_constraint(knob + " outer_tile needs outer_x > 1", [knob](const ConfigView &c) {
+            return c.s(knob) != "outer_tile" || c.i("outer_x") > 1;
+        });
+    }
     for (const Shape::Producer &p : s.producers) {
         std::string name = p.name;
         space.add_constraint(
@@ -365,73 +476,104 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         Func f = inst.output;
         const int d = int(s.dims.size());
         auto V = [](const std::string &n) { return VarOrRVar(n, false); };
-        const auto [ix, iy] = d > 0 ? roles(c) : std::pair<int, int>{0, 1};
+        const std::pair<int, int> role = d > 0 ? roles(c) : std::pair<int, int>{0, 1};
+        const int ix = role.first, iy = role.second;
         std::string x = d > 0 ? s.dims[size_t(ix)] : "", y = d > 1 ? s.dims[size_t(iy)] : "";
         std::string xo = x + "_o", xi = x + "_i", xm = x + "_m", yo = y + "_o", yi = y + "_i";
         // The output's loops, outer to inner: the strip loop (yo, or xo with x_outer), the outer
         // tile loop (the other of the two, with outer_x > 1), the tile loop (xm with outer_x > 1,
         // else the inner of yo and xo), then the tile itself.
-        std::string tile_loop, outer_tile_loop, strip_loop, outermost;
+        std::string tile_loop, outer_tile_loop, strip_loop;
         // The space tunes one shape: the output's extents are constants (a kernel built for
         // another shape is a shape-dispatched variant of its own), so its loops and the regions
         // of its producers have constant extents and their buffers live on the stack.
         for (int k = 0; k < d; k++)
             f.bound(Var(s.dims[size_t(k)]), 0, s.extents[size_t(k)]);
+        const int64_t tx = d > 0 ? c.i("tile_x") : 1, ox = d > 0 ? c.i("outer_x") : 1;
+        const bool x_outer = d > 1 && c.s("outer_order") == "x_outer";
         if (d > 0) {
-            int64_t tx = c.i("tile_x"), ox = c.i("outer_x");
-            const bool x_outer = d > 1 && c.s("outer_order") == "x_outer";
+            strip_loop = x_outer || d == 1 ? xo : yo;
+            if (ox > 1) outer_tile_loop = x_outer ? yo : xo;
+            tile_loop = ox > 1 ? xm : x_outer ? yo : xo;
+        }
+        // Tiles a stage of the output: the pure definition, and each update that keeps the pure
+        // variables in place with the same loops (a producer computed at a loop of the output
+        // finds it in the stage that uses it). An update's RVars go innermost, or with
+        // `in_tile` between the tile loops and the tile: its register tile, the tile's sums
+        // kept in registers while the reduction streams through them.
+        auto tile_stage = [&](Stage st, const std::vector<VarOrRVar> &reduction, bool in_tile,
+                              bool vectorize) {
             // The outer tile first, then its tiles: splitting the outer tile (a constant
             // multiple of the tile) leaves no tail, so a region per outer tile or per tile has a
             // constant size (splitting the tile loop instead would shift the last outer tile
             // inwards by a symbolic amount).
             if (ox > 1) {
-                f.split(V(x), V(xo), V(x + "_r"), int(tx * ox));
-                f.split(V(x + "_r"), V(xm), V(xi), int(tx));
+                st.split(V(x), V(xo), V(x + "_r"), int(tx * ox));
+                st.split(V(x + "_r"), V(xm), V(xi), int(tx));
             } else {
-                f.split(V(x), V(xo), V(xi), int(tx));
+                st.split(V(x), V(xo), V(xi), int(tx));
             }
-            std::vector<VarOrRVar> order{V(xi)};
+            std::vector<VarOrRVar> order;
+            if (!in_tile) order = reduction;
+            order.push_back(V(xi));
             if (d > 1) {
-                f.split(V(y), V(yo), V(yi), int(c.i("tile_y")));
+                st.split(V(y), V(yo), V(yi), int(c.i("tile_y")));
                 order.push_back(V(yi));
             }
+            if (in_tile) order.insert(order.end(), reduction.begin(), reduction.end());
             if (ox > 1) order.push_back(V(xm));
             if (x_outer) {
                 order.push_back(V(yo));
                 order.push_back(V(xo));
-                strip_loop = xo;
-                if (ox > 1) outer_tile_loop = yo;
-                tile_loop = ox > 1 ? xm : yo;
             } else {
                 order.push_back(V(xo));
                 if (d > 1) order.push_back(V(yo));
-                strip_loop = yo;
-                if (ox > 1) outer_tile_loop = xo;
-                tile_loop = ox > 1 ? xm : xo;
             }
             for (int k = 0; k < d; k++) {
                 if (k != ix && k != iy) order.push_back(V(s.dims[size_t(k)]));
             }
-            f.reorder(order);
-            outermost = order.back().name();
-            if (c.i("vector") > 1) f.vectorize(V(xi), int(c.i("vector")));
-            if (d > 1 && c.b("unroll_y")) f.unroll(V(yi));
-        }
-        if (c.b("parallel") && !outermost.empty()) f.parallel(V(outermost));
+            st.reorder(order);
+            const int lanes = int(c.i("vector"));
+            if (in_tile) {
+                // The register tile: nothing loops inside the reduction (tile_x is a multiple of
+                // the vector, so the split has no tail).
+                if (vectorize && lanes > 1) {
+                    st.split(V(xi), V(xi), V(xi + "_v"), lanes);
+                    st.vectorize(V(xi + "_v"));
+                }
+                st.unroll(V(xi));
+                if (d > 1) st.unroll(V(yi));
+            } else {
+                if (vectorize && lanes > 1) st.vectorize(V(xi), lanes);
+                if (d > 1 && c.b("unroll_y")) st.unroll(V(yi));
+            }
+            if (c.b("parallel")) st.parallel(order.back());
+        };
+        if (d > 0) tile_stage(Stage(f.function(), 0), {}, false, true);
 
         for (const Shape::Update &u : s.updates) {
             std::string p = "update" + std::to_string(u.index) + "_";
             Stage st = f.update(u.index);
-            if (c.has(p + "vectorize") && c.b(p + "vectorize") && c.i("vector") > 1 && ix == 0)
-                st.vectorize(V(x), int(c.i("vector")));
+            const bool rfactor = c.has(p + "rfactor") && c.b(p + "rfactor");
+            const bool vectorize = c.has(p + "vectorize") && c.b(p + "vectorize");
+            std::vector<VarOrRVar> reduction;
+            for (const std::string &r : u.rvars)
+                reduction.emplace_back(r, true);
             if (c.has(p + "split_r") && c.i(p + "split_r") > 1) {
                 VarOrRVar r(u.rvar, true), ro(u.rvar + "_o", true), ri(u.rvar + "_i", true);
                 st.split(r, ro, ri, int(c.i(p + "split_r")));
-                if (c.has(p + "rfactor") && c.b(p + "rfactor")) {
+                reduction.erase(reduction.begin());
+                reduction.insert(reduction.begin(), {ri, ro});
+                if (rfactor) {
                     Func inter = st.rfactor(RVar(u.rvar + "_o"), Var("rf_u"), s.out + "_rf");
                     inter.compute_root();
                     inter.update(0).parallel(V("rf_u"));
                 }
+            }
+            if (d > 0 && u.in_place && !rfactor) {
+                tile_stage(st, reduction, c.s(p + "r_at") == "tile", vectorize);
+            } else if (vectorize && c.i("vector") > 1 && ix == 0) {
+                st.vectorize(V(x), int(c.i("vector")));
             }
         }
 
@@ -540,6 +682,25 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                         at < def.args.size() ? def.args[at].as<Variable>() : nullptr;
                     if (v && v->name == vx) p.update(u).vectorize(V(vx), lanes);
                 }
+            }
+        }
+
+        for (const Shape::Pack &pk : s.packs) {
+            const std::string knob = pk.image + "_in_" + pk.consumer + "_at";
+            if (!c.has(knob) || c.s(knob) == "none") continue;
+            const std::string &where = c.s(knob);
+            Func consumer = f;
+            for (const Func &st : inst.stages)
+                if (st.name() == pk.consumer) consumer = st;
+            for (ImageParam &in : inst.inputs) {
+                if (in.name() != pk.image) continue;
+                Func w = in.in(consumer);
+                w.compute_at(f, V(where == "strip"        ? strip_loop
+                                  : where == "outer_tile" ? outer_tile_loop
+                                                          : tile_loop));
+                // The copy's rows are its dimension 0, contiguous in the input and the buffer.
+                if (c.i("vector") > 1)
+                    w.vectorize(_0, int(c.i("vector")), TailStrategy::GuardWithIf);
             }
         }
     });

@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "apps/Builtin.h"
 #include "apps/Operator.h"
 #include "autotune/AutoSpace.h"
 #include "autotune/Features.h"
@@ -723,3 +724,201 @@ TEST(AutoSpace, RfactorOfALongReductionLowersAndMatchesTheReference) {
     }
     EXPECT_GE(checked, 3);
 }
+
+namespace kiln::autotune {
+namespace {
+
+// A matmul written as its users write one, with no packing Func: C(j, i) = sum over k of
+// A(k, i) * B(j, k). The automatic space packs the inputs the reduction reads with wrappers.
+apps::Operator plain_matmul() {
+    apps::Operator op;
+    op.name = "plain_matmul";
+    op.shape_names = {"M", "N", "K"};
+    op.make = [](const std::vector<int64_t> &shape) {
+        apps::OperatorInstance inst;
+        inst.shape = shape;
+        const int m = int(shape[0]), n = int(shape[1]), k_extent = int(shape[2]);
+        ImageParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
+        Var j("j"), i("i");
+        RDom k(0, k_extent, "k");
+        Func C("C");
+        C(j, i) = 0.f;
+        C(j, i) += A(k, i) * B(j, k);
+        inst.inputs = {A, B};
+        inst.input_data = {apps::random_buffer(Float(32), {k_extent, m}, "A", 1, -1, 1),
+                           apps::random_buffer(Float(32), {n, k_extent}, "B", 2, -1, 1)};
+        inst.output = C;
+        inst.output_extents = {n, m};
+        return inst;
+    };
+    op.reference = [](const apps::OperatorInstance &inst) {
+        Buffer<float> A(inst.input_data[0]), B(inst.input_data[1]);
+        const int m = int(inst.shape[0]), n = int(inst.shape[1]), k_extent = int(inst.shape[2]);
+        Buffer<float> C({n, m}, "C");
+        for (int i = 0; i < m; i++) {
+            for (int j = 0; j < n; j++) {
+                float acc = 0.f;
+                for (int k = 0; k < k_extent; k++)
+                    acc += A(k, i) * B(j, k);
+                C(j, i) = acc;
+            }
+        }
+        return BufferBase(C);
+    };
+    return op;
+}
+
+/// The extents of the first allocation of `name` and the loops around it.
+struct FoundAllocation {
+    std::vector<int64_t> extents;
+    std::vector<std::string> around;
+};
+
+FoundAllocation find_allocation(const Stmt &body, const std::string &name) {
+    class Find : public IRVisitor {
+    public:
+        std::string name;
+        std::vector<std::string> loops;
+        std::optional<FoundAllocation> found;
+
+    protected:
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            loops.push_back(op->name);
+            IRVisitor::visit(op);
+            loops.pop_back();
+        }
+        void visit(const Allocate *op) override {
+            if (op->name == name && !found) {
+                found = FoundAllocation{{}, loops};
+                for (const Expr &e : op->extents)
+                    found->extents.push_back(as_const_int(e).value_or(-1));
+            }
+            IRVisitor::visit(op);
+        }
+    } v;
+    v.name = name;
+    v.include(body);
+    return v.found.value_or(FoundAllocation{});
+}
+
+} // namespace
+
+// An output that is itself the reduction (C(j, i) += A(k, i) * B(j, k)) is tiled in its update
+// like in its pure definition; with update0_r_at "tile" the k loop sits between the tile loops and
+// the tile, with nothing but the vectorized, unrolled tile inside it (a register tile of sums), and
+// with "innermost" k is the innermost loop. Both compute what the reference computes.
+TEST(AutoSpace, AnOutputsReductionIsTiledLikeItsPureDefinition) {
+    const apps::Operator op = plain_matmul();
+    const std::vector<int64_t> shape{20, 48, 36};
+    SearchSpace s = auto_space(op, shape, Target::host());
+    for (const std::string r_at : {"tile", "innermost"}) {
+        std::mt19937_64 rng(6);
+        Config any;
+        do {
+            any = s.random(rng);
+        } while (!s.valid(any));
+        nlohmann::json j = s.to_json(any);
+        j["tile_x"] = 16;
+        j["outer_x"] = 1;
+        j["tile_y"] = 4;
+        j["vector"] = 8;
+        j["unroll_y"] = true;
+        j["update0_vectorize"] = true;
+        j["update0_split_r"] = 1;
+        j["update0_r_at"] = r_at;
+        j["A_in_C_at"] = "none";
+        j["B_in_C_at"] = "none";
+        if (j.contains("update0_rfactor")) j["update0_rfactor"] = false;
+        Config c = s.from_json(j);
+        apps::OperatorInstance inst = op.make(shape);
+        s.apply(inst, c);
+        LoweredFunc f = inst.pipeline().lower();
+        class InsideK : public IRVisitor {
+        public:
+            int k_loops = 0, loops_inside_k = 0, depth = 0, innermost_k = 0;
+
+        protected:
+            using IRVisitor::visit;
+            void visit(const For *op) override {
+                const bool k = op->name.find("C.s1.k") != std::string::npos;
+                if (depth > 0) loops_inside_k++;
+                k_loops += k;
+                depth += k;
+                const int before = loops_inside_k;
+                IRVisitor::visit(op);
+                if (k && loops_inside_k == before) innermost_k++;
+                depth -= k;
+            }
+        } v;
+        v.include(f.body);
+        if (r_at == "tile") {
+            EXPECT_EQ(v.k_loops, 1) << j.dump();
+            EXPECT_EQ(v.loops_inside_k, 0) << j.dump();
+        } else {
+            EXPECT_GE(v.k_loops, 1) << j.dump(); // one per unrolled row
+            EXPECT_EQ(v.innermost_k, v.k_loops) << j.dump();
+        }
+        EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), 1e-5) << j.dump();
+    }
+}
+
+// With C's column panels outermost and B's wrapper at the strip, B's panel (the strip's 32
+// columns by all of K) is copied once per panel into a dense buffer inside the panel loop of C's
+// update (tiled like its pure definition, with the same loop names): the
+// hand-written matmul's B_panel, found for an algorithm without one. A's wrapper per tile copies
+// the tile's rows. Both compute what the reference computes, at shapes the tiles divide and not.
+// rfactor of C's reduction would leave C without the reads its wrappers stand for: no config has
+// both.
+TEST(AutoSpace, APackingStageCopiesThePanelOfAReusedInput) {
+    const apps::Operator op = plain_matmul();
+    for (const std::vector<int64_t> &shape :
+         {std::vector<int64_t>{24, 96, 40}, std::vector<int64_t>{19, 70, 33}}) {
+        SearchSpace s = auto_space(op, shape, Target::host());
+        std::mt19937_64 rng(4);
+        Config any;
+        do {
+            any = s.random(rng);
+        } while (!s.valid(any));
+        nlohmann::json j = s.to_json(any);
+        j["tile_x"] = 16;
+        j["outer_x"] = 2;
+        j["tile_y"] = 4;
+        j["vector"] = 8;
+        j["outer_order"] = "x_outer";
+        j["B_in_C_at"] = "strip";
+        j["A_in_C_at"] = "tile";
+        if (j.contains("update0_rfactor")) j["update0_rfactor"] = false;
+        Config c = s.from_json(j);
+        apps::OperatorInstance inst = op.make(shape);
+        s.apply(inst, c);
+        LoweredFunc f = inst.pipeline().lower();
+        FoundAllocation panel = find_allocation(f.body, "B_in_C");
+        EXPECT_EQ(panel.extents, (std::vector<int64_t>{32, shape[2]})) << j.dump();
+        ASSERT_FALSE(panel.around.empty()) << j.dump();
+        EXPECT_NE(panel.around.back().find("C.s1.j_o"), std::string::npos) << panel.around.back();
+        FoundAllocation rows = find_allocation(f.body, "A_in_C");
+        EXPECT_EQ(rows.extents, (std::vector<int64_t>{shape[2], 4})) << j.dump();
+        EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), 1e-5) << j.dump();
+    }
+    SearchSpace s = auto_space(op, {8, 16, 4096}, Target::host());
+    std::mt19937_64 rng(8);
+    int packed = 0;
+    for (int i = 0; i < 20000 && packed < 6; i++) {
+        Config c = s.random(rng);
+        nlohmann::json j = s.to_json(c);
+        if (j["B_in_C_at"] == "none" && j["A_in_C_at"] == "none") continue;
+        if (j.contains("update0_rfactor") && j["update0_rfactor"].get<bool>()) {
+            EXPECT_FALSE(s.valid(c)) << j.dump();
+            continue;
+        }
+        if (!s.valid(c)) continue;
+        apps::OperatorInstance inst = op.make({8, 16, 4096});
+        s.apply(inst, c);
+        EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), 1e-4) << j.dump();
+        packed++;
+    }
+    EXPECT_EQ(packed, 6);
+}
+
+} // namespace kiln::autotune
