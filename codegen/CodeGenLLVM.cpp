@@ -918,14 +918,9 @@ private:
         // the loop and used inside it.
         std::vector<std::pair<std::string, llvm::Value *>> scalars;
         for (const auto &[n, v] : variables) {
-            if (const auto *b = state.ramp_bases.find(n); b && *b) {
-                bases.emplace_back(n, *b);
-                fields.push_back((*b)->getType());
-            }
-            if (const auto *b = state.broadcast_scalars.find(n); b && *b) {
+            if (const auto *b = state.ramp_bases.find(n); b && *b) bases.emplace_back(n, *b);
+            if (const auto *b = state.broadcast_scalars.find(n); b && *b)
                 scalars.emplace_back(n, *b);
-                fields.push_back((*b)->getType());
-            }
         }
         std::set<std::string> accessed = names.loads;
         accessed.insert(names.stores.begin(), names.stores.end());
@@ -935,6 +930,11 @@ private:
                 fields.push_back(ptr);
             }
         }
+        // The fields in the order they are stored and loaded: variables, buffers, bases, scalars.
+        for (const auto &[n, v] : bases)
+            fields.push_back(v->getType());
+        for (const auto &[n, v] : scalars)
+            fields.push_back(v->getType());
         auto *closure_type = llvm::StructType::get(context, fields);
         llvm::Value *closure = entry_alloca(closure_type, std::nullopt, op->name + ".closure");
         unsigned field = 0;

@@ -81,6 +81,25 @@ TEST(Pipeline, PointwiseRealizeEqualsTheReferenceEvaluator) {
     expect_same_buffer<int>(reference_realize(f, {13, 7}), got);
 }
 
+// A parallel loop that uses a vector let hoisted outside it (the ramp base of a boundary
+// condition's vectorized reads) and a buffer: the task's closure once listed the ramp base's type
+// before the buffers' but stored it after them, so a buffer pointer was read from a 4-byte field
+// (a crash, or wrong data). Found by the automatic space's corpus test.
+TEST(Pipeline, AParallelLoopWithAHoistedVectorAndABufferGetsItsClosureRight) {
+    ImageParam in(Float(32), 2, "closure_in");
+    Func m = mirror_interior(in);
+    Func out("closure_out");
+    Var x("x"), y("y");
+    out(x, y) = m(x, y) * 2.0f;
+    Buffer<float> data({16, 36}, "closure_in");
+    int k = 0;
+    data.for_each_offset([&](int64_t offset) { data.data()[offset] = float(k++ % 23) * 0.5f; });
+    in.set(data);
+    Buffer<float> expected = reference_realize(out, {16, 36});
+    m.compute_root().parallel(Var(m.args()[1])).vectorize(Var(m.args()[0]), 4);
+    expect_same_buffer<float>(expected, out.realize({16, 36}));
+}
+
 // A regression test: compute_at once read a destroyed std::set in inject() and rejected this
 // schedule, and the buffer check once over-estimated the input the shifted tiles read.
 TEST(Pipeline, PipelineRealizeOfAScheduledBlurEqualsTheReferenceEvaluator) {
