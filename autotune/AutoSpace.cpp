@@ -47,6 +47,12 @@ struct Shape {
         /// lanes l in partial(l, y)), the constant extent its consumers read of it (0 when not
         /// constant): a register tile vectorizes that variable over exactly this many values.
         int64_t lane_extent = 0;
+        /// The output's stages that call it: 0 its pure definition, u + 1 its update u.
+        std::vector<int> out_stages;
+        /// Per dimension: every read of it indexes the dimension with the reader's pure variable
+        /// of the same name, here and in every producer that reads it up to the output, so its
+        /// region per tile of the output is the tile, whose size is a constant.
+        std::vector<bool> pointwise_dims;
     };
     std::vector<Producer> producers;
     /// An input image read by a reduction (a stage with an RDom): a packing stage, its wrapper
@@ -58,6 +64,26 @@ struct Shape {
     std::vector<Pack> packs;
     int lanes = 4; ///< natural vector lanes of the output type
 };
+
+/// The names of the input images one definition reads.
+std::set<std::string> images_in(const Definition &d) {
+    class Images : public IRVisitor {
+    public:
+        std::set<std::string> names;
+
+    protected:
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Image && op->param) names.insert(op->name);
+            IRVisitor::visit(op);
+        }
+    } v;
+    for (const Expr &e : d.values)
+        v.include(e);
+    for (const Expr &e : d.args)
+        v.include(e);
+    return v.names;
+}
 
 /// The names of the input images a Func's definitions read.
 std::set<std::string> images_read(const Func &f) {
@@ -119,6 +145,42 @@ int64_t read_lane_extent(const apps::OperatorInstance &inst, const std::string &
     return lo && hi && *hi >= *lo ? *hi - *lo + 1 : 0;
 }
 
+/// Reads the calls to Func `name` in a definition: whether there is one, and per dimension of
+/// `args` whether every call has that Var there (clears the entries of `dims` that do not).
+bool read_calls(const Definition &d, const std::string &name, const std::vector<std::string> &args,
+                std::vector<bool> &dims) {
+    class Calls : public IRVisitor {
+    public:
+        Calls(const std::string &name, const std::vector<std::string> &args,
+              std::vector<bool> &dims)
+            : name(name), args(args), dims(dims) {}
+        bool any = false;
+
+    protected:
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func && op->name == name) {
+                any = true;
+                for (size_t i = 0; i < args.size() && i < dims.size(); i++) {
+                    const Variable *v = i < op->args.size() ? op->args[i].as<Variable>() : nullptr;
+                    if (!v || v->rdom || v->name != args[i]) dims[i] = false;
+                }
+            }
+            IRVisitor::visit(op);
+        }
+
+    private:
+        const std::string &name;
+        const std::vector<std::string> &args;
+        std::vector<bool> &dims;
+    } calls(name, args, dims);
+    for (const Expr &e : d.values)
+        calls.include(e);
+    for (const Expr &e : d.args)
+        calls.include(e);
+    return calls.any;
+}
+
 Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
     Shape s;
     const Func &f = inst.output;
@@ -149,13 +211,12 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
     }
     for (const Func &p : inst.stages) {
         if (p.name() == s.out) continue;
-        Shape::Producer prod{p.name(),
-                             p.num_updates() > 0,
-                             p.args().empty() ? "" : p.args()[0],
-                             p.dimensions(),
-                             {},
-                             p.args(),
-                             {}};
+        Shape::Producer prod;
+        prod.name = p.name();
+        prod.has_updates = p.num_updates() > 0;
+        prod.x = p.args().empty() ? "" : p.args()[0];
+        prod.dims = p.dimensions();
+        prod.args = p.args();
         for (int u = 0; u < p.num_updates(); u++) {
             const Definition &d = p.update_definition(u);
             bool in_place = d.rdom && !d.rdom->vars.empty() && d.args.size() == p.args().size();
@@ -189,6 +250,20 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
             reduces = reduces || c.update_definition(u).rdom != nullptr;
         if (!reduces) continue;
         for (const std::string &image : images_read(c)) {
+            // The output's wrapper is computed at a loop of one stage: the image must be read by
+            // one stage of the output only, one tiled like its pure definition (in place).
+            if (c.name() == s.out) {
+                std::vector<int> stages;
+                for (int stage = 0; stage <= f.num_updates(); stage++) {
+                    const Definition &d =
+                        stage == 0 ? f.definition() : f.update_definition(stage - 1);
+                    std::set<std::string> read = images_in(d);
+                    if (read.count(image)) stages.push_back(stage);
+                }
+                if (stages.size() != 1 ||
+                    (stages[0] > 0 && !s.updates[size_t(stages[0] - 1)].in_place))
+                    continue;
+            }
             for (const ImageParam &in : inst.inputs) {
                 if (in.name() == image && in.dimensions() > 0) s.packs.push_back({image, c.name()});
             }
@@ -198,6 +273,42 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
         if (p.args.empty() || std::find(s.dims.begin(), s.dims.end(), p.x) != s.dims.end())
             continue;
         p.lane_extent = read_lane_extent(inst, p.name);
+    }
+    for (Shape::Producer &p : s.producers) {
+        p.pointwise_dims.assign(p.args.size(), true);
+        for (int stage = 0; stage <= f.num_updates(); stage++) {
+            const Definition &d = stage == 0 ? f.definition() : f.update_definition(stage - 1);
+            std::vector<bool> dims(p.args.size(), true);
+            if (read_calls(d, p.name, p.args, dims)) p.out_stages.push_back(stage);
+            if (stage == 0) {
+                for (size_t i = 0; i < dims.size(); i++)
+                    p.pointwise_dims[i] = p.pointwise_dims[i] && dims[i];
+            } else if (!p.out_stages.empty() && p.out_stages.back() == stage) {
+                p.pointwise_dims.assign(p.args.size(), false); // read outside the output's tile
+            }
+        }
+        for (const Func &c : inst.stages) {
+            if (c.name() == p.name || c.name() == s.out) continue;
+            std::vector<bool> &dims = p.pointwise_dims;
+            read_calls(c.definition(), p.name, p.args, dims);
+            for (int u = 0; u < c.num_updates(); u++)
+                read_calls(c.update_definition(u), p.name, p.args, dims);
+        }
+    }
+    // Through the producers that read it, by variable name, up to the output.
+    for (size_t round = 0; round < s.producers.size(); round++) {
+        for (Shape::Producer &p : s.producers) {
+            for (const std::string &c : p.consumers) {
+                for (const Shape::Producer &q : s.producers) {
+                    if (q.name != c) continue;
+                    for (size_t i = 0; i < p.args.size(); i++) {
+                        auto at = std::find(q.args.begin(), q.args.end(), p.args[i]);
+                        if (at == q.args.end() || !q.pointwise_dims[size_t(at - q.args.begin())])
+                            p.pointwise_dims[i] = false;
+                    }
+                }
+            }
+        }
     }
     return s;
 }
@@ -304,7 +415,7 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         // registers (lanes innermost, vectorized and unrolled: independent accumulators that
         // hide the add latency) while the reduction walks the row. Its lanes are its own
         // variable with a constant extent, so the vectors cover them exactly.
-        const bool row_lanes = d == 2 && p.dims == 2 && p.lane_extent > 0 &&
+        const bool row_lanes = d == 2 && p.dims == 2 && p.lane_extent > 0 && p.pointwise_dims[1] &&
                                p.args[1] == s.dims[1] && !p.reductions.empty();
         if (row_lanes) {
             where.push_back("strip:registers");
@@ -322,7 +433,9 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                                              lanes / c.i("vector") * c.i("tile_y") <= 32);
                                  });
         }
-        if (!p.reductions.empty() && has_x) {
+        const bool constant_region = std::find(p.pointwise_dims.begin(), p.pointwise_dims.end(),
+                                               false) == p.pointwise_dims.end();
+        if (!p.reductions.empty() && has_x && constant_region) {
             where.push_back("outer_tile:registers");
             for (int64_t b = 16;
                  p.outer_rextent >= 32 && b <= std::min<int64_t>(512, p.outer_rextent / 2); b *= 2)
@@ -347,6 +460,16 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                                             c.i("tile_x") * c.i("tile_y") / c.i("vector") <= 32;
                                  });
         }
+        // Read by several stages of the output, or by one whose loops are not the tiles (a scan):
+        // no loop of the output encloses every use (see the constraint below).
+        bool untiled_use = p.out_stages.size() > 1;
+        for (int stage : p.out_stages)
+            untiled_use = untiled_use || (stage > 0 && !s.updates[size_t(stage - 1)].in_place);
+        if (untiled_use)
+            where.erase(
+                std::remove_if(where.begin(), where.end(),
+                               [](const std::string &w) { return w != "inline" && w != "root"; }),
+                where.end());
         space.add_choice(p.name + "_at", where);
         if (p.dims > 0) space.add_bool(p.name + "_vectorize");
     }
@@ -430,6 +553,46 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                                  }
                                  return true;
                              });
+    }
+    // The loops of the output belong to one stage: a producer computed at one must be used by one
+    // stage of the output only (through the producers computed inside the same loops or
+    // inlined), and that stage must be one tiled like the pure definition (an update in place,
+    // not rfactored): a scan's loops have other names, and kiln's compute_at refuses a loop name
+    // that several stages use.
+    auto out_stages = std::make_shared<std::map<std::string, std::vector<int>>>();
+    for (const Shape::Producer &p : s.producers)
+        (*out_stages)[p.name] = p.out_stages;
+    auto stages_of = std::make_shared<
+        std::function<void(const ConfigView &, const std::string &, std::set<int> &, int)>>();
+    std::weak_ptr<
+        std::function<void(const ConfigView &, const std::string &, std::set<int> &, int)>>
+        stages_self = stages_of;
+    *stages_of = [out_stages, consumers, rank, stages_self](
+                     const ConfigView &c, const std::string &f, std::set<int> &stages, int depth) {
+        stages.insert(out_stages->at(f).begin(), out_stages->at(f).end());
+        if (depth > 16) return;
+        auto recurse = stages_self.lock();
+        for (const std::string &q : consumers->at(f))
+            if (rank(c.s(q + "_at")) > 0) (*recurse)(c, q, stages, depth + 1);
+    };
+    const std::vector<Shape::Update> updates = s.updates;
+    auto tiled = [updates, d](const ConfigView &c, int stage) {
+        if (stage == 0) return d > 0;
+        const Shape::Update &u = updates[size_t(stage - 1)];
+        const std::string rf = "update" + std::to_string(u.index) + "_rfactor";
+        return d > 0 && u.in_place && !(c.has(rf) && c.b(rf));
+    };
+    for (const Shape::Producer &p : s.producers) {
+        const std::string name = p.name;
+        space.add_constraint(
+            name + " computed at a loop of " + s.out + " is used by one of its tiled stages only",
+            [name, rank, stages_of, tiled](const ConfigView &c) {
+                const int rp = rank(c.s(name + "_at"));
+                if (rp == 0 || rp == 4) return true;
+                std::set<int> stages;
+                (*stages_of)(c, name, stages, 0);
+                return stages.size() <= 1 && (stages.empty() || tiled(c, *stages.begin()));
+            });
     }
     for (const Shape::Pack &pk : s.packs) {
         const std::string knob = pk.image + "_in_" + pk.consumer + "_at";
@@ -571,7 +734,8 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                 }
             }
             if (d > 0 && u.in_place && !rfactor) {
-                tile_stage(st, reduction, c.s(p + "r_at") == "tile", vectorize);
+                tile_stage(st, reduction, c.has(p + "r_at") && c.s(p + "r_at") == "tile",
+                           vectorize);
             } else if (vectorize && c.i("vector") > 1 && ix == 0) {
                 st.vectorize(V(x), int(c.i("vector")));
             }
