@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -771,9 +772,27 @@ void Tuner::count_earlier_runs() {
     }
 }
 
-/// Re-measures the best configs: a lucky measurement should not win.
+/// Re-measures the best configs: a lucky measurement should not win. The hand schedule is
+/// measured again with them, so the summary compares the best with it by the medians of
+/// measurements taken under the same conditions (its first one, at the start of the run, shares
+/// the machine with the first builds).
 void Tuner::remeasure_best() {
-    for (const tuning_db::BestConfig &b : db.top_k(workload_id, target_id, opt.remeasure)) {
+    std::vector<tuning_db::BestConfig> top = db.top_k(workload_id, target_id, opt.remeasure);
+    std::optional<Candidate> hand;
+    if (opt.baselines && result.hand_ms) {
+        try {
+            hand = baseline(Candidate::Kind::hand_schedule);
+        } catch (const CompileError &) {
+            // The hand schedule was measured, so it applies; nothing to compare otherwise.
+        }
+        for (const tuning_db::BestConfig &b : top)
+            if (hand && b.config.hash == hand->hash) hand.reset();
+    }
+    if (hand) {
+        hand->kind = Candidate::Kind::remeasure;
+        queue.push_back(*hand);
+    }
+    for (const tuning_db::BestConfig &b : top) {
         Candidate c;
         c.kind = Candidate::Kind::remeasure;
         c.hash = b.config.hash;
@@ -782,6 +801,12 @@ void Tuner::remeasure_best() {
         queue.push_back(std::move(c));
     }
     drive(false);
+    if (hand) {
+        for (const tuning_db::BestConfig &b :
+             db.top_k(workload_id, target_id, std::numeric_limits<int>::max())) {
+            if (b.config.hash == hand->hash) result.hand_ms = b.median_ms;
+        }
+    }
 }
 
 void Tuner::print_summary(const std::optional<tuning_db::BestConfig> &b) {
