@@ -87,27 +87,12 @@ std::set<std::string> images_in(const Definition &d) {
 
 /// The names of the input images a Func's definitions read.
 std::set<std::string> images_read(const Func &f) {
-    class Images : public IRVisitor {
-    public:
-        std::set<std::string> names;
-
-    protected:
-        using IRVisitor::visit;
-        void visit(const Call *op) override {
-            if (op->call_type == Call::Image && op->param) names.insert(op->name);
-            IRVisitor::visit(op);
-        }
-    } v;
-    std::vector<const Definition *> defs{&f.definition()};
-    for (int u = 0; u < f.num_updates(); u++)
-        defs.push_back(&f.update_definition(u));
-    for (const Definition *d : defs) {
-        for (const Expr &e : d->values)
-            v.include(e);
-        for (const Expr &e : d->args)
-            v.include(e);
+    std::set<std::string> names = images_in(f.definition());
+    for (int u = 0; u < f.num_updates(); u++) {
+        std::set<std::string> more = images_in(f.update_definition(u));
+        names.insert(more.begin(), more.end());
     }
-    return v.names;
+    return names;
 }
 
 /// The constant extent of the first dimension of `name` that the other stages read (calls with
