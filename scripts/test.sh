@@ -63,7 +63,9 @@ if [ "$fast" = 0 ]; then
     # (dynamic TLS of a dlopen'ed library) and, for a given binary, every run (a rerun does not
     # help). A test that fails is rerun once (ctest prints both runs), as the release run above
     # does not.
-    KILN_FUZZ_ITERATIONS="${KILN_FUZZ_ITERATIONS:-150}" \
+    # KILN_FUZZ_SECONDS: a fuzzer whose case is a whole pipeline (the automatic space's corpus,
+    # several JIT compiles per case) stops starting cases after 240 s, well inside CTest's 900.
+    KILN_FUZZ_ITERATIONS="${KILN_FUZZ_ITERATIONS:-150}" KILN_FUZZ_SECONDS="${KILN_FUZZ_SECONDS:-240}" \
     ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 \
         run_suite build-sanitize --repeat until-pass:2 -- -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON \
             -DKILN_WERROR=ON
