@@ -60,10 +60,30 @@ struct Shape {
     /// into a dense buffer that every iteration inside the loop reuses.
     struct Pack {
         std::string image, consumer;
+        std::string knob() const { return image + "_in_" + consumer + "_at"; }
     };
     std::vector<Pack> packs;
     int lanes = 4; ///< natural vector lanes of the output type
 };
+
+/// A Func's definitions: the pure one, then its updates in order (stage 0, 1, ...).
+std::vector<const Definition *> definitions(const Func &f) {
+    std::vector<const Definition *> defs{&f.definition()};
+    for (int u = 0; u < f.num_updates(); u++)
+        defs.push_back(&f.update_definition(u));
+    return defs;
+}
+
+/// Whether a definition's site is exactly the pure variables `args`, in order (it updates each
+/// point in place).
+bool site_is(const Definition &d, const std::vector<std::string> &args) {
+    if (d.args.size() != args.size()) return false;
+    for (size_t a = 0; a < d.args.size(); a++) {
+        const Variable *v = d.args[a].as<Variable>();
+        if (!v || v->name != args[a]) return false;
+    }
+    return true;
+}
 
 /// The names of the input images one definition reads.
 std::set<std::string> images_in(const Definition &d) {
@@ -87,9 +107,9 @@ std::set<std::string> images_in(const Definition &d) {
 
 /// The names of the input images a Func's definitions read.
 std::set<std::string> images_read(const Func &f) {
-    std::set<std::string> names = images_in(f.definition());
-    for (int u = 0; u < f.num_updates(); u++) {
-        std::set<std::string> more = images_in(f.update_definition(u));
+    std::set<std::string> names;
+    for (const Definition *d : definitions(f)) {
+        std::set<std::string> more = images_in(*d);
         names.insert(more.begin(), more.end());
     }
     return names;
@@ -105,10 +125,7 @@ int64_t read_lane_extent(const apps::OperatorInstance &inst, const std::string &
     bool read = false;
     for (const Func &c : stages) {
         if (c.name() == name) continue;
-        std::vector<const Definition *> defs{&c.definition()};
-        for (int u = 0; u < c.num_updates(); u++)
-            defs.push_back(&c.update_definition(u));
-        for (const Definition *d : defs) {
+        for (const Definition *d : definitions(c)) {
             Scope scope;
             if (d->rdom) {
                 for (const ReductionVariable &r : d->rdom->vars)
@@ -187,11 +204,7 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
             for (const ReductionVariable &r : d.rdom->vars)
                 up.rvars.push_back(r.name);
         }
-        up.in_place = d.args.size() == s.dims.size();
-        for (size_t a = 0; up.in_place && a < d.args.size(); a++) {
-            const Variable *v = d.args[a].as<Variable>();
-            up.in_place = v && v->name == s.dims[a];
-        }
+        up.in_place = site_is(d, s.dims);
         s.updates.push_back(up);
     }
     for (const Func &p : inst.stages) {
@@ -204,12 +217,7 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
         prod.args = p.args();
         for (int u = 0; u < p.num_updates(); u++) {
             const Definition &d = p.update_definition(u);
-            bool in_place = d.rdom && !d.rdom->vars.empty() && d.args.size() == p.args().size();
-            for (size_t a = 0; in_place && a < d.args.size(); a++) {
-                const Variable *v = d.args[a].as<Variable>();
-                in_place = v && v->name == p.args()[a];
-            }
-            if (!in_place) continue;
+            if (!d.rdom || d.rdom->vars.empty() || !site_is(d, p.args())) continue;
             std::vector<std::string> rvars;
             for (const auto &r : d.rdom->vars)
                 rvars.push_back(r.name);
@@ -239,12 +247,9 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
             // one stage of the output only, one tiled like its pure definition (in place).
             if (c.name() == s.out) {
                 std::vector<int> stages;
-                for (int stage = 0; stage <= f.num_updates(); stage++) {
-                    const Definition &d =
-                        stage == 0 ? f.definition() : f.update_definition(stage - 1);
-                    std::set<std::string> read = images_in(d);
-                    if (read.count(image)) stages.push_back(stage);
-                }
+                const std::vector<const Definition *> defs = definitions(f);
+                for (size_t stage = 0; stage < defs.size(); stage++)
+                    if (images_in(*defs[stage]).count(image)) stages.push_back(int(stage));
                 if (stages.size() != 1 ||
                     (stages[0] > 0 && !s.updates[size_t(stages[0] - 1)].in_place))
                     continue;
@@ -261,10 +266,11 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
     }
     for (Shape::Producer &p : s.producers) {
         p.pointwise_dims.assign(p.args.size(), true);
-        for (int stage = 0; stage <= f.num_updates(); stage++) {
-            const Definition &d = stage == 0 ? f.definition() : f.update_definition(stage - 1);
+        const std::vector<const Definition *> defs = definitions(f);
+        for (int stage = 0; stage < int(defs.size()); stage++) {
             std::vector<bool> dims(p.args.size(), true);
-            if (read_calls(d, p.name, p.args, dims)) p.out_stages.push_back(stage);
+            if (read_calls(*defs[size_t(stage)], p.name, p.args, dims))
+                p.out_stages.push_back(stage);
             if (stage == 0) {
                 for (size_t i = 0; i < dims.size(); i++)
                     p.pointwise_dims[i] = p.pointwise_dims[i] && dims[i];
@@ -274,10 +280,8 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
         }
         for (const Func &c : inst.stages) {
             if (c.name() == p.name || c.name() == s.out) continue;
-            std::vector<bool> &dims = p.pointwise_dims;
-            read_calls(c.definition(), p.name, p.args, dims);
-            for (int u = 0; u < c.num_updates(); u++)
-                read_calls(c.update_definition(u), p.name, p.args, dims);
+            for (const Definition *d : definitions(c))
+                read_calls(*d, p.name, p.args, p.pointwise_dims);
         }
     }
     // Through the producers that read it, by variable name, up to the output.
@@ -470,7 +474,7 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             where.push_back("outer_tile");
             where.push_back("tile");
         }
-        if (where.size() > 1) space.add_choice(pk.image + "_in_" + pk.consumer + "_at", where);
+        if (where.size() > 1) space.add_choice(pk.knob(), where);
     }
 
     if (d > 0) {
@@ -580,7 +584,7 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             });
     }
     for (const Shape::Pack &pk : s.packs) {
-        const std::string knob = pk.image + "_in_" + pk.consumer + "_at";
+        const std::string knob = pk.knob();
         if (d == 0) continue; // no loop of the output to pack at
         const std::string consumer = pk.consumer;
         const bool of_output = consumer == s.out;
@@ -644,6 +648,12 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             if (ox > 1) outer_tile_loop = x_outer ? yo : xo;
             tile_loop = ox > 1 ? xm : x_outer ? yo : xo;
         }
+        // The output's loop for a placement ("strip", "outer_tile" or "tile").
+        auto loop_at = [&](const std::string &where) {
+            return where == "strip"        ? strip_loop
+                   : where == "outer_tile" ? outer_tile_loop
+                                           : tile_loop;
+        };
         // Tiles a stage of the output: the pure definition, and each update that keeps the pure
         // variables in place with the same loops (a producer computed at a loop of the output
         // finds it in the stage that uses it). An update's RVars go innermost, or with
@@ -739,12 +749,8 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             if (where == "root") {
                 p.compute_root();
                 if (p.dimensions() > 1) p.parallel(V(p.args().back()));
-            } else if (where == "strip") {
-                p.compute_at(f, V(strip_loop));
-            } else if (where == "outer_tile") {
-                p.compute_at(f, V(outer_tile_loop));
             } else {
-                p.compute_at(f, V(tile_loop));
+                p.compute_at(f, V(loop_at(where)));
             }
             const Shape::Producer *info = nullptr;
             for (const Shape::Producer &sp : s.producers)
@@ -835,7 +841,7 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         }
 
         for (const Shape::Pack &pk : s.packs) {
-            const std::string knob = pk.image + "_in_" + pk.consumer + "_at";
+            const std::string knob = pk.knob();
             if (!c.has(knob) || c.s(knob) == "none") continue;
             const std::string &where = c.s(knob);
             Func consumer = f;
@@ -844,9 +850,7 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             for (ImageParam &in : inst.inputs) {
                 if (in.name() != pk.image) continue;
                 Func w = in.in(consumer);
-                w.compute_at(f, V(where == "strip"        ? strip_loop
-                                  : where == "outer_tile" ? outer_tile_loop
-                                                          : tile_loop));
+                w.compute_at(f, V(loop_at(where)));
                 // The copy's rows are its dimension 0, contiguous in the input and the buffer.
                 if (c.i("vector") > 1)
                     w.vectorize(_0, int(c.i("vector")), TailStrategy::GuardWithIf);
