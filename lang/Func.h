@@ -144,6 +144,13 @@ public:
     /// ro) before the rfactor, and the intermediate reduces over ri. Returns the intermediate,
     /// to be scheduled on its own.
     Func rfactor(const RVar &r, const Var &v, const std::string &name = "");
+    /// rfactor of several RVars at once, each made the pure Var paired with it (Halide's form):
+    /// the intermediate's variables are the Func's, then the pairs' Vars in order. With no pair
+    /// (`rfactor({})`) the intermediate has the Func's own variables and does the whole
+    /// reduction, and this update becomes f(x) = f(x) + intermediate(x) without an RDom: a
+    /// stage of its own to compute at a tile of the Func, e.g. a register tile of sums for an
+    /// output that is itself a reduction (TVM calls this cache_write).
+    Func rfactor(const std::vector<std::pair<RVar, Var>> &preserved, const std::string &name = "");
 
 private:
     Stage &record(Primitive primitive, const std::vector<VarOrRVar> &vars,

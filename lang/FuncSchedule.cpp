@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <set>
+#include <utility>
 
 #include "lang/Error.h"
 #include "lang/Func.h"
@@ -440,6 +442,10 @@ std::optional<Definition> fold_split_rvar(FunctionContents &f, int stage, const 
 } // namespace
 
 Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
+    return rfactor(std::vector<std::pair<RVar, Var>>{{r, v}}, name);
+}
+
+Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved, const std::string &name) {
     FunctionContents &f = *func;
     if (index == 0) {
         user_error("rfactor: '", f.name,
@@ -450,20 +456,6 @@ Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
     Definition &d = f.updates[index - 1];
     std::string where = this->name();
     if (!d.rdom) user_error("rfactor: ", where, " has no RDom to factor");
-    auto pos = std::find_if(d.rdom->vars.begin(), d.rdom->vars.end(),
-                            [&](const ReductionVariable &rv) { return rv.name == r.name(); });
-    // The outer part of a split RVar (update.split(r, ro, ri, k).rfactor(ro, u), as in Halide):
-    // the split becomes part of the update's RDom first.
-    Directive *split = nullptr;
-    std::optional<Definition> folded;
-    if (pos == d.rdom->vars.end()) folded = fold_split_rvar(f, index, d, r.name(), where, &split);
-    if (pos == d.rdom->vars.end() && !folded) {
-        std::string legal;
-        for (const auto &rv : d.rdom->vars)
-            legal += (legal.empty() ? "" : ", ") + rv.name;
-        user_error("rfactor: '", r.name(), "' is not an RVar of ", where, "; its RVars are ",
-                   legal);
-    }
     for (size_t i = 0; i < d.args.size(); i++) {
         const Variable *a = d.args[i].as<Variable>();
         if (!a || a->rdom || a->name != f.args[i]) {
@@ -471,42 +463,77 @@ Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
                        "' at its pure variables, but argument ", i, " is ", d.args[i]);
         }
     }
-    if (std::find(f.args.begin(), f.args.end(), v.name()) != f.args.end()) {
-        user_error("rfactor: '", v.name(), "' is already a pure variable of '", f.name,
-                   "'; pass a new Var");
-    }
     std::string op;
     Expr term;
     if (!match_associative(f, d, &op, &term)) {
         user_error("rfactor: ", where, " = ", d.values[0],
                    " is not an associative update of the form f(x) = f(x) + e (or *, min, max)");
     }
-
-    if (folded) {
-        if (!f.updates_rewritten) {
-            f.original_updates = f.updates;
-            f.updates_rewritten = true;
+    // The update as it will be factored: an RVar that is the outer part of a split
+    // (update.split(r, ro, ri, k).rfactor(ro, u), as in Halide) makes the split part of the
+    // update's RDom first. Nothing is changed until every pair is checked.
+    Definition work = d;
+    std::vector<Directive *> splits;
+    std::set<std::string> rnames, vnames;
+    for (const auto &pair : preserved) {
+        const RVar &r = pair.first;
+        const Var &v = pair.second;
+        auto has_rvar = [&](const Definition &def) {
+            return std::any_of(def.rdom->vars.begin(), def.rdom->vars.end(),
+                               [&](const ReductionVariable &rv) { return rv.name == r.name(); });
+        };
+        if (!has_rvar(work)) {
+            Directive *split = nullptr;
+            std::optional<Definition> folded =
+                fold_split_rvar(f, index, work, r.name(), where, &split);
+            if (!folded) {
+                std::string legal;
+                for (const auto &rv : work.rdom->vars)
+                    legal += (legal.empty() ? "" : ", ") + rv.name;
+                user_error("rfactor: '", r.name(), "' is not an RVar of ", where,
+                           "; its RVars are ", legal);
+            }
+            work = *folded;
+            splits.push_back(split);
         }
-        d = *folded;
-        split->folded_into_rdom = true;
-        match_associative(f, d, &op, &term); // the term in the folded RVars
-        pos = std::find_if(d.rdom->vars.begin(), d.rdom->vars.end(),
-                           [&](const ReductionVariable &rv) { return rv.name == r.name(); });
+        if (!rnames.insert(r.name()).second) {
+            user_error("rfactor: ", where, " names RVar '", r.name(),
+                       "' twice; preserve each RVar once");
+        }
+        if (std::find(f.args.begin(), f.args.end(), v.name()) != f.args.end()) {
+            user_error("rfactor: '", v.name(), "' is already a pure variable of '", f.name,
+                       "'; pass a new Var");
+        }
+        if (!vnames.insert(v.name()).second) {
+            user_error("rfactor: ", where, " names Var '", v.name(),
+                       "' for two RVars; give each preserved RVar its own new Var");
+        }
     }
-    // The intermediate reduces over the remaining RVars, with r turned into the pure Var v.
-    auto rest = std::make_shared<RDomContents>();
-    rest->name = d.rdom->name + "_rest";
-    for (const auto &rv : d.rdom->vars) {
-        if (rv.name != r.name()) rest->vars.push_back(rv);
-    }
-    auto outer = std::make_shared<RDomContents>();
-    outer->name = d.rdom->name + "_" + r.name();
-    outer->vars.push_back(*pos);
+    match_associative(f, work, &op, &term); // the term in the folded RVars
 
     if (!f.updates_rewritten) {
         f.original_updates = f.updates;
         f.updates_rewritten = true;
     }
+    d = work;
+    for (Directive *split : splits)
+        split->folded_into_rdom = true;
+    // The intermediate reduces over the RVars that are not preserved, with each preserved RVar
+    // turned into its pure Var; this update reduces the intermediate over the preserved RVars
+    // (none: the update becomes f(x) = f(x) op intermediate(x), with no RDom).
+    auto rest = std::make_shared<RDomContents>();
+    rest->name = d.rdom->name + "_rest";
+    auto outer = std::make_shared<RDomContents>();
+    outer->name = d.rdom->name;
+    for (const auto &rv : d.rdom->vars) {
+        if (rnames.count(rv.name)) {
+            outer->vars.push_back(rv);
+            outer->name += "_" + rv.name;
+        } else {
+            rest->vars.push_back(rv);
+        }
+    }
+
     // A default name from f and the number of rfactors before this one, not a process-wide
     // counter: the same schedule on a rebuilt pipeline must name the intermediate the same.
     std::string intm_name = name;
@@ -518,24 +545,30 @@ Func Stage::rfactor(const RVar &r, const Var &v, const std::string &name) {
     }
     Func intm(intm_name);
     intm.function()->made_by_rfactor = true;
-    std::vector<Expr> intm_args(d.args);
-    intm_args.push_back(v);
+    std::vector<Expr> intm_args(d.args), use_args(d.args);
+    for (const auto &[r, v] : preserved) {
+        intm_args.push_back(v);
+        use_args.push_back(Variable::make(Int(32), r.name(), nullptr, outer));
+        term = substitute(r.name(), Expr(v), term);
+    }
     Type t = f.output_types[0];
     intm(intm_args) = identity(op, t);
-    Expr e = substitute(r.name(), Expr(v), term);
-    e = RebindRVars(d.rdom, rest).mutate(e);
+    Expr e = RebindRVars(d.rdom, rest).mutate(term);
     Expr current = intm(intm_args);
     Expr intm_value = weaken_self_calls(combine(op, current, e), intm.function().get());
     intm.function()->updates.push_back(
         Definition{intm_args, {intm_value}, rest->vars.empty() ? nullptr : rest});
 
-    std::vector<Expr> use_args(d.args);
-    use_args.push_back(Variable::make(Int(32), r.name(), nullptr, outer));
     Expr self_call = Call::make(t, f.name, d.args, Call::Func, func, 0);
     d.values = {weaken_self_calls(combine(op, self_call, intm(use_args)), func.get())};
-    d.rdom = outer;
+    d.rdom = outer->vars.empty() ? nullptr : outer;
 
-    record(Primitive::rfactor, {VarOrRVar(r), VarOrRVar(v)}, {}, "", intm.name());
+    std::vector<VarOrRVar> vars;
+    for (const auto &[r, v] : preserved) {
+        vars.emplace_back(r);
+        vars.emplace_back(v);
+    }
+    record(Primitive::rfactor, vars, {}, "", intm.name());
     return intm;
 }
 

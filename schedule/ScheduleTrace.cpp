@@ -192,8 +192,14 @@ Primitive check_directive(const Directive &d, size_t index) {
                        d.primitive, " takes the names of consumer Funcs");
         }
     }
-    if (spec->vars == VarKinds::RVarThenVar && (!d.is_rvar[0] || d.is_rvar[1])) {
-        user_error("schedule trace: ", at, " must name an RVar and then a pure Var");
+    if (spec->vars == VarKinds::RVarThenVar) {
+        bool pairs = n % 2 == 0;
+        for (size_t i = 0; pairs && i < n; i += 2)
+            pairs = d.is_rvar[i] && !d.is_rvar[i + 1];
+        if (!pairs) {
+            user_error("schedule trace: ", at,
+                       " must name pairs of an RVar and then a pure Var (none for rfactor({}))");
+        }
     }
     if (d.ints.size() != spec->ints) {
         user_error("schedule trace: ", at, " needs ", spec->ints, " integers, got ", d.ints.size());
@@ -571,9 +577,13 @@ void replay(const Directive &d, Primitive p, size_t index, const std::vector<Fun
     case Primitive::gpu_single_thread:
         s.gpu_single_thread();
         return;
-    case Primitive::rfactor:
-        s.rfactor(rvar_of_update(*fp, d.stage, d.vars[0]), Var(d.vars[1]), d.target);
+    case Primitive::rfactor: {
+        std::vector<std::pair<RVar, Var>> preserved;
+        for (size_t i = 0; i + 1 < d.vars.size(); i += 2)
+            preserved.emplace_back(rvar_of_update(*fp, d.stage, d.vars[i]), Var(d.vars[i + 1]));
+        s.rfactor(preserved, d.target);
         return;
+    }
     case Primitive::compute_at:
         f.compute_at(Func(find_func(funcs, d.target, d, index)), v[0]);
         return;
@@ -717,8 +727,17 @@ std::string ScheduleTrace::to_cpp() const {
             out << stage << ".split(" << cpp_arguments(d, spec) << ");\n";
             break;
         case Primitive::rfactor:
-            out << "Func " << cpp_identifier(d.target) << " = " << stage << ".rfactor("
-                << cpp_var(d, 0) << ", " << cpp_var(d, 1) << ", " << cpp_string(d.target) << ");\n";
+            out << "Func " << cpp_identifier(d.target) << " = " << stage << ".rfactor(";
+            if (d.vars.size() == 2) {
+                out << cpp_var(d, 0) << ", " << cpp_var(d, 1);
+            } else {
+                out << "{";
+                for (size_t k = 0; k + 1 < d.vars.size(); k += 2)
+                    out << (k ? ", " : "") << "{" << cpp_var(d, k) << ", " << cpp_var(d, k + 1)
+                        << "}";
+                out << "}";
+            }
+            out << ", " << cpp_string(d.target) << ");\n";
             break;
         case Primitive::compute_at:
         case Primitive::store_at:

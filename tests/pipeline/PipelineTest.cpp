@@ -603,6 +603,41 @@ TEST(Pipeline, RfactorOfASplitRVarMatchesTheReference) {
     EXPECT_THAT(to_string(Pipeline(f).lower().body), HasSubstr("parallel"));
 }
 
+// rfactor({}) of a matmul written as an update of its output: the intermediate holds a tile of
+// sums, computed per tile of the output with the reduction outside its pure loops (a register
+// tile), and the output's update adds the tile in; rfactor of both RVars of a 2-D reduction at
+// once makes them two pure variables of the intermediate.
+TEST(Pipeline, RfactorOfNoRVarComputesTheWholeReductionPerTileOfTheOutput) {
+    Buffer<int> a = ramp_buffer({37, 20}, "rf_none_a"), b = ramp_buffer({16, 37}, "rf_none_b", 3);
+    Func c("rf_none_c");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    RDom k(0, 37, "rf_none_k");
+    c(x, y) = 0;
+    c(x, y) += a(k, y) * b(x, k);
+    Func sum = c.update(0).rfactor({});
+    c.bound(x, 0, 16).bound(y, 0, 20);
+    EXPECT_EQ(sum.name(), "rf_none_c_intm");
+    c.update(0).tile(x, y, xo, yo, xi, yi, 8, 4).vectorize(xi, 4);
+    sum.compute_at(c, xo).vectorize(x, 4).unroll(y);
+    sum.update(0).reorder(x, y, k).vectorize(x, 4).unroll(y);
+    expect_same_buffer<int>(reference_realize(c, {16, 20}), c.realize({16, 20}));
+    std::string text = to_string(Pipeline(c).lower().body);
+    // The output's update has no loop of its own over k: only the intermediate reduces.
+    EXPECT_THAT(text, HasSubstr("for (rf_none_c_intm.s1.rf_none_k.x"));
+    EXPECT_THAT(text, testing::Not(HasSubstr("for (rf_none_c.s1.rf_none_k")));
+
+    Buffer<int> in = ramp_buffer({8, 6}, "rf_two_in");
+    Func f("rf_two_f");
+    Var u("u"), v("v");
+    RDom r({{0, 8}, {0, 6}}, "rf_two_r");
+    f(x) = 5;
+    f(x) = max(f(x), in(r.x, r.y) * (x + 1) - r.x * r.y);
+    Func intm = f.update(0).rfactor({{r.y, u}, {r.x, v}});
+    EXPECT_EQ(intm.args(), (std::vector<std::string>{"x", "u", "v"}));
+    intm.compute_root().parallel(u);
+    expect_same_buffer<int>(reference_realize(f, {3}), f.realize({3}));
+}
+
 TEST(PipelineErrors, FailedChecksReturnTheirOwnErrorCodes) {
     Param<int> p("coded_p");
     p.set_range(0, 10);

@@ -615,6 +615,25 @@ TEST(ScheduleErrors, RfactorOfASplitRVarWhoseExtentIsNotAMultipleOfTheFactorSays
                           "'r.x' is 15 (split it by a divisor of its extent)"));
 }
 
+TEST(ScheduleErrors, RfactorOfOneRVarTwiceOrIntoOneVarTwiceSaysWhichOne) {
+    Buffer<int> in = input_2d("rf_twice_in");
+    Func f("rf_twice_f");
+    Var x("x"), u("u"), v("v");
+    RDom r({{0, 4}, {0, 4}}, "r");
+    f(x) = 0;
+    f(x) += in(x + r.x, r.y);
+    EXPECT_THAT(compile_error_of([&] {
+                    f.update(0).rfactor({{r.x, u}, {r.x, v}});
+                }),
+                HasSubstr("rfactor: rf_twice_f.update(0) names RVar 'r.x' twice; preserve each "
+                          "RVar once"));
+    EXPECT_THAT(compile_error_of([&] {
+                    f.update(0).rfactor({{r.x, u}, {r.y, u}});
+                }),
+                HasSubstr("rfactor: rf_twice_f.update(0) names Var 'u' for two RVars; give each "
+                          "preserved RVar its own new Var"));
+}
+
 TEST(ScheduleErrors, RfactorIntoAnExistingPureVarSaysToPassANewVar) {
     Buffer<int> in = input_2d("rf_taken_in");
     Func f("rf_taken_f");

@@ -406,6 +406,36 @@ TEST(ScheduleTrace, ReplayWithRfactorGivesIdenticalLoweredIR) {
     expect_rfactor_replay(schedule_total, 0);
 }
 
+// rfactor of two RVars at once (Halide's list form) replays, and so does rfactor({}), whose
+// intermediate does the whole reduction per point of the Func.
+TEST(ScheduleTrace, ReplayOfARfactorOfTwoRVarsOrOfNoneGivesIdenticalLoweredIR) {
+    expect_rfactor_replay(
+        [](Total &t) {
+            Var u("u"), v("v");
+            Func intm = t.total.update(0).rfactor({{t.r.y, u}, {t.r.x, v}});
+            intm.compute_root();
+            intm.update(0).parallel(u);
+        },
+        0);
+    Total original = make_total();
+    Var x("x"), xo("xo"), xi("xi");
+    Func sum = original.total.update(0).rfactor({}, "total_sum");
+    original.total.update(0).split(x, xo, xi, 8);
+    sum.compute_at(original.total, xo).vectorize(x, 8);
+    ScheduleTrace trace = ScheduleTrace::capture(original.outputs());
+    EXPECT_EQ(trace.to_cpp(), "Func total_sum = total.update(0).rfactor({}, \"total_sum\");\n"
+                              "total.update(0).split(Var(\"x\"), Var(\"xo\"), Var(\"xi\"), 8, "
+                              "TailStrategy::Auto);\n"
+                              "total_sum.compute_at(total, Var(\"xo\"));\n"
+                              "total_sum.vectorize(Var(\"x\"), 8, TailStrategy::Auto);\n");
+    Total fresh = make_total();
+    ScheduleTrace::parse(trace.to_json_string()).apply(fresh.outputs());
+    EXPECT_TRUE(ScheduleTrace::capture(fresh.outputs()) == trace);
+    std::string want = lower_to_text(original.outputs(), "total");
+    EXPECT_NE(want.find("produce total_sum"), std::string::npos) << want;
+    EXPECT_EQ(lower_to_text(fresh.outputs(), "total"), want);
+}
+
 // rfactor of the outer part of a split RVar (the split folded into the RDom) replays too: the
 // trace keeps the split before the rfactor.
 TEST(ScheduleTrace, ReplayOfARfactorOfASplitRVarGivesIdenticalLoweredIR) {
