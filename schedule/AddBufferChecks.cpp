@@ -148,7 +148,11 @@ Stmt add_buffer_checks(const Stmt &body, const PipelineEnv &env,
         written.insert(o);
         read.insert(o);
     }
-    std::map<std::string, Box> boxes = boxes_touched(s, read, written);
+    // On the simplified loop nest: the simplifier knows each loop variable's range, so a
+    // region's extent such as a GuardWithIf tile's min(loop_max, tile_end) - tile_start becomes
+    // the constant it is where the tile divides the loop; interval arithmetic on the unsimplified
+    // bounds would add the ranges of the start and the end of a tile (all tiles' extents).
+    std::map<std::string, Box> boxes = boxes_touched(simplify(s), read, written);
     for (const LoweredArgument &a : args) {
         if (a.kind == LoweredArgument::Scalar) continue;
         bool is_output = a.is_output;
