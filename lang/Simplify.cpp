@@ -53,12 +53,17 @@ bool binds(const T &node, const std::string &name) {
     return f.found;
 }
 
-// Whether a let's value can be substituted into the body: constants always, variables when
-// no binder in the body would capture them.
+// Whether a let's value can be substituted into the body: constants always, variables and a
+// scalar variable plus a constant when no binder in the body would capture the variable. The
+// latter (an unrolled copy's `j = j.min + 16`, as in Halide) lets offsets from a common base
+// cancel: a register tile's index `(j.min + 16) - j.min` becomes the constant that lets LLVM
+// keep the tile in registers.
 template <typename Body>
 bool substitutable(const Expr &value, const Body &body) {
     if (is_const(value)) return true;
     const auto *v = value.as<Variable>();
+    if (const auto *add = value.as<Add>(); add && value.type().is_scalar() && is_const(add->b))
+        v = add->a.as<Variable>();
     return v && !binds(body, v->name);
 }
 

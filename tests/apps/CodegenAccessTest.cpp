@@ -168,4 +168,44 @@ TEST(CodegenAccess, ASumIntoTheOutputStaysInARegisterAcrossItsReduction) {
     }
 }
 
+// A register tile of sums for an output that is itself a reduction: rfactor({}) moves C's
+// reduction into an intermediate with constant strides, computed per 32 x 4 tile of C with k
+// outside its vectorized, unrolled tile. The k loop of the optimized IR then holds the tile's
+// eight 16-wide sums in registers (eight vector phis, no store), which the sums written in the
+// output itself cannot (the test above keeps one vector, not a tile, in a register).
+TEST(CodegenAccess, AnOutputsTileOfSumsStaysInRegistersInItsRfactorIntermediate) {
+    ImageParam A(Float(32), 2, "sums_A"), B(Float(32), 2, "sums_B");
+    Var j("j"), i("i"), jo("jo"), io("io"), ji("ji"), ii("ii"), jv("jv");
+    RDom k(0, 64, "k");
+    Func C("sums_C");
+    C(j, i) = 0.f;
+    C(j, i) += A(k, i) * B(j, k);
+    Func sums = C.update(0).rfactor({}, "sums_C_tile");
+    C.vectorize(j, 16);
+    C.update(0).tile(j, i, jo, io, ji, ii, 32, 4).vectorize(ji, 16);
+    sums.compute_at(C, jo).vectorize(j, 16).unroll(i);
+    sums.update(0).split(j, j, jv, 16, TailStrategy::RoundUp).reorder(jv, j, i, k);
+    sums.update(0).vectorize(jv).unroll(j).unroll(i);
+    C.bound(j, 0, 64).bound(i, 0, 8);
+    std::string ir = compile_to_llvm_module(Pipeline(C).lower(), avx512_target()).llvm_ir();
+    std::string body = block_of(ir, "sums_C_tile.s1.k.x.body");
+    ASSERT_FALSE(body.empty()) << ir;
+    EXPECT_EQ(body.find("store "), std::string::npos) << body;
+    size_t phis = 0;
+    for (size_t at = body.find("= phi <16 x float>"); at != std::string::npos;
+         at = body.find("= phi <16 x float>", at + 1))
+        phis++;
+    EXPECT_EQ(phis, 8u) << body;
+
+    Buffer<float> a = ramp_input(64, 8, "sums_A"), b = ramp_input(64, 64, "sums_B");
+    A.set(a);
+    B.set(b);
+    Buffer<float> expected = reference_realize(C, {64, 8});
+    Buffer<float> got = C.realize({64, 8});
+    for (int y = 0; y < 8; y++) {
+        for (int x = 0; x < 64; x++)
+            EXPECT_NEAR(got(x, y), expected(x, y), 1e-3f * std::abs(expected(x, y)) + 1e-3f);
+    }
+}
+
 } // namespace kiln
