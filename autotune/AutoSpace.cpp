@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 
 #include "codegen/Target.h"
 #include "lang/IROperator.h"
@@ -28,6 +29,9 @@ struct Shape {
         int64_t rextent = 0;            ///< that RVar's constant extent (0 when unknown)
         std::vector<std::string> rvars; ///< all its RVars, innermost first
         bool in_place = false;          ///< its site is the pure variables, in order
+        /// rfactor({}) can move its whole reduction into an intermediate of the output's
+        /// variables (an associative update in place): a tile of sums of its own.
+        bool sums = false;
     };
     std::vector<Update> updates;
     struct Producer {
@@ -307,6 +311,17 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
 SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &shape,
                        const Target &target) {
     Shape s = read_shape(op.make(shape), target);
+    // Which in-place reductions of the output rfactor({}) accepts, asked of the language on an
+    // instance of their own (rfactor rewrites the algorithm it is called on).
+    apps::OperatorInstance probe = op.make(shape);
+    for (Shape::Update &u : s.updates) {
+        if (!u.in_place || u.rvars.empty()) continue;
+        try {
+            probe.output.update(u.index).rfactor({});
+            u.sums = true;
+        } catch (const CompileError &) {
+        }
+    }
     SearchSpace space("auto:" + op.name);
     const int d = int(s.dims.size());
     // The dimensions in the roles of x (the tile's vectorized columns) and y (its rows): the
@@ -343,19 +358,57 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         if (u.pure_x) space.add_bool(p + "vectorize");
         // Where a reduction of the output runs in its tiles: innermost (a sum per point), or
         // between the tile loops and the tile (a register tile: at most 32 vectors of sums).
+        // A register tile in the output itself stays in memory (LLVM cannot tell its rows apart
+        // across a symbolic stride, see ARCHITECTURE.md), so with ":registers" the reduction
+        // moves into an intermediate of sums (rfactor({})) computed per tile or per outer tile
+        // of the output like a producer's register tile, with an optional K block, and the
+        // output's update adds the tile in.
         if (u.in_place && !u.rvars.empty() && d > 0) {
-            space.add_choice(p + "r_at", {"innermost", "tile"});
+            std::vector<std::string> at{"innermost", "tile"};
+            if (u.sums && d > 1) {
+                at.push_back("outer_tile:registers");
+                for (int64_t b = 16;
+                     u.rvars.size() == 1 && b <= std::min<int64_t>(512, u.rextent / 2); b *= 2)
+                    at.push_back("outer_tile:registers:k" + std::to_string(b));
+                at.push_back("tile:registers");
+            }
+            space.add_choice(p + "r_at", at);
             space.add_constraint(
                 p + "r_at tile needs tile_x * tile_y / vector <= 32 (sums)",
                 [p, d](const ConfigView &c) {
                     const int64_t rows = d > 1 ? c.i("tile_y") : 1;
+                    const bool registers = c.s(p + "r_at").find(":registers") != std::string::npos;
                     const int64_t lanes =
-                        c.has(p + "vectorize") && c.b(p + "vectorize") ? c.i("vector") : 1;
-                    return c.s(p + "r_at") != "tile" || c.i("tile_x") * rows / lanes <= 32;
+                        registers || (c.has(p + "vectorize") && c.b(p + "vectorize"))
+                            ? c.i("vector")
+                            : 1;
+                    return c.s(p + "r_at") == "innermost" || c.i("tile_x") * rows / lanes <= 32;
                 });
+            // The update (f = f + sums) may not compute a point twice, so its tiles guard their
+            // tails, and a tail tile's sums would have a region of symbolic size, which a
+            // register tile cannot unroll: the tiles must cover the output exactly.
+            if (u.sums && d > 1)
+                space.add_constraint(
+                    p + "r_at registers needs tile_x * outer_x and tile_y to divide the output",
+                    [p, extents, roles](const ConfigView &c) {
+                        if (c.s(p + "r_at").find(":registers") == std::string::npos) return true;
+                        const auto [ix, iy] = roles(c);
+                        return extents[size_t(ix)] % (c.i("tile_x") * c.i("outer_x")) == 0 &&
+                               extents[size_t(iy)] % c.i("tile_y") == 0;
+                    });
+            space.add_constraint(p + "r_at outer_tile needs outer_x > 1", [p](const ConfigView &c) {
+                return c.s(p + "r_at").rfind("outer_tile", 0) != 0 || c.i("outer_x") > 1;
+            });
         }
         if (!u.rvar.empty() && u.rextent >= 8) {
             space.add_powers_of_two(p + "split_r", 1, std::min<int64_t>(64, floor_pow2(u.rextent)));
+            if (u.sums && d > 1)
+                space.add_constraint(p + "split_r is 1 with " + p + "r_at registers (its K block)",
+                                     [p](const ConfigView &c) {
+                                         return c.s(p + "r_at").find(":registers") ==
+                                                    std::string::npos ||
+                                                c.i(p + "split_r") == 1;
+                                     });
             // rfactor pays off for a large reduction into a small output.
             int64_t out_points = 1;
             for (int e : s.extents)
@@ -364,6 +417,11 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                 // Stage::rfactor of the split's outer part needs the factor to divide the
                 // reduction's extent.
                 space.add_bool(p + "rfactor");
+                space.add_constraint(
+                    p + "rfactor needs " + p + "r_at innermost or tile", [p](const ConfigView &c) {
+                        return !c.b(p + "rfactor") || !c.has(p + "r_at") ||
+                               c.s(p + "r_at").find(":registers") == std::string::npos;
+                    });
                 int64_t extent = u.rextent;
                 space.add_constraint(
                     p + "split_r divides the reduction extent when " + p + "rfactor",
@@ -583,6 +641,37 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                 return stages.size() <= 1 && (stages.empty() || tiled(c, *stages.begin()));
             });
     }
+    // An output's intermediate of sums (r_at ":registers") reads what its update read, inside
+    // the loop it is computed at: what is computed or packed for it must be at that loop or
+    // outside it.
+    for (const Shape::Update &u : s.updates) {
+        const std::string r_at = "update" + std::to_string(u.index) + "_r_at";
+        if (!u.sums || d < 2) continue;
+        auto outside_sums = [r_at, rank](const ConfigView &c, const std::string &placement) {
+            const std::string &v = c.s(r_at);
+            return v.find(":registers") == std::string::npos || rank(placement) == 0 ||
+                   rank(placement) == 4 || rank(placement) <= rank(v);
+        };
+        for (const Shape::Producer &p : s.producers) {
+            const std::string name = p.name;
+            const int stage = u.index + 1;
+            space.add_constraint(name + " is computed outside " + s.out + "'s sums",
+                                 [name, stage, stages_of, outside_sums](const ConfigView &c) {
+                                     std::set<int> stages;
+                                     (*stages_of)(c, name, stages, 0);
+                                     return !stages.count(stage) ||
+                                            outside_sums(c, c.s(name + "_at"));
+                                 });
+        }
+        for (const Shape::Pack &pk : s.packs) {
+            const std::string knob = pk.knob();
+            if (pk.consumer == s.out)
+                space.add_constraint(knob + " is outside " + s.out + "'s sums",
+                                     [knob, outside_sums](const ConfigView &c) {
+                                         return c.s(knob) == "none" || outside_sums(c, c.s(knob));
+                                     });
+        }
+    }
     for (const Shape::Pack &pk : s.packs) {
         const std::string knob = pk.knob();
         if (d == 0) continue; // no loop of the output to pack at
@@ -707,84 +796,31 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             }
             if (c.b("parallel")) st.parallel(order.back());
         };
-        if (d > 0) tile_stage(Stage(f.function(), 0), {}, false, true);
-
-        for (const Shape::Update &u : s.updates) {
-            std::string p = "update" + std::to_string(u.index) + "_";
-            Stage st = f.update(u.index);
-            const bool rfactor = c.has(p + "rfactor") && c.b(p + "rfactor");
-            const bool vectorize = c.has(p + "vectorize") && c.b(p + "vectorize");
-            std::vector<VarOrRVar> reduction;
-            for (const std::string &r : u.rvars)
-                reduction.emplace_back(r, true);
-            if (c.has(p + "split_r") && c.i(p + "split_r") > 1) {
-                VarOrRVar r(u.rvar, true), ro(u.rvar + "_o", true), ri(u.rvar + "_i", true);
-                st.split(r, ro, ri, int(c.i(p + "split_r")));
-                reduction.erase(reduction.begin());
-                reduction.insert(reduction.begin(), {ri, ro});
-                if (rfactor) {
-                    Func inter = st.rfactor(RVar(u.rvar + "_o"), Var("rf_u"), s.out + "_rf");
-                    inter.compute_root();
-                    inter.update(0).parallel(V("rf_u"));
-                }
-            }
-            if (d > 0 && u.in_place && !rfactor) {
-                tile_stage(st, reduction, c.has(p + "r_at") && c.s(p + "r_at") == "tile",
-                           vectorize);
-            } else if (vectorize && c.i("vector") > 1 && ix == 0) {
-                st.vectorize(V(x), int(c.i("vector")));
-            }
-        }
-
-        for (const Func &pf : inst.stages) {
-            if (pf.name() == s.out) continue;
-            Func p = pf;
-            const std::string &placement = c.s(p.name() + "_at");
-            const std::string where = placement.substr(0, placement.find(':'));
-            const bool register_tile = placement.find(":registers") != std::string::npos;
+        // A placement value: the output's loop ("root", "strip", "outer_tile", "tile"; "inline"
+        // and "innermost" too), whether it is a register tile, and its K block (1: none).
+        auto parse_placement = [](const std::string &placement) {
             const size_t k_at = placement.find(":k");
-            const int64_t k_block =
-                k_at == std::string::npos ? 1 : std::stoll(placement.substr(k_at + 2));
-            if (where == "inline") continue;
-            if (where == "root") {
-                p.compute_root();
-                if (p.dimensions() > 1) p.parallel(V(p.args().back()));
-            } else {
-                p.compute_at(f, V(loop_at(where)));
-            }
-            const Shape::Producer *info = nullptr;
-            for (const Shape::Producer &sp : s.producers)
-                if (sp.name == p.name()) info = &sp;
-            // The producer's vectorized variable: the one named like the output's x (conv's
-            // output channel), else its first; the others, in order, are its tile's rows.
-            const std::vector<std::string> &args = p.args();
-            std::string vx = args.empty() ? "" : args[0];
-            if (std::find(args.begin(), args.end(), x) != args.end()) vx = x;
-            std::vector<std::string> rows;
-            for (const std::string &a : args)
-                if (a != vx) rows.push_back(a);
-            const bool vectorized = p.dimensions() > 0 && c.b(p.name() + "_vectorize");
-            if (!args.empty() && vx != args[0] && (register_tile || vectorized)) {
-                // Vectors of vx are contiguous only when vx is innermost in memory.
-                std::vector<Var> storage{Var(vx)};
-                std::vector<VarOrRVar> loops{V(vx)};
-                for (const std::string &a : rows) {
-                    storage.emplace_back(a);
-                    loops.push_back(V(a));
-                }
-                p.reorder_storage(storage);
-                p.reorder(loops);
-            }
-            if (register_tile && info) {
+            return std::make_tuple(
+                placement.substr(0, placement.find(':')),
+                placement.find(":registers") != std::string::npos,
+                k_at == std::string::npos ? int64_t(1) : std::stoll(placement.substr(k_at + 2)));
+        };
+        // A register tile of p (a producer, or the output's intermediate of sums) computed per
+        // tile or per outer tile of the output: its pure loops inside its reduction loops, vx
+        // vectorized and every pure loop unrolled, so the tile's sums stay in registers while
+        // the reduction streams through them (see the placements' comment in auto_space).
+        auto schedule_register_tile =
+            [&](Func p, const std::string &vx, const std::vector<std::string> &rows,
+                const std::vector<std::pair<int, std::vector<std::string>>> &reductions,
+                bool per_outer_tile, int64_t k_block) {
                 const int lanes = int(c.i("vector"));
-                const bool per_outer_tile = where == "outer_tile";
                 // The tile's sums are set to zero by whole vectors (the region is a multiple of
                 // vector wide, so ShiftInwards has no tail): a guarded tail would be masked stores,
                 // which keep LLVM from promoting the tile to registers.
                 if (lanes > 1) p.vectorize(V(vx), lanes);
                 for (const std::string &a : rows)
                     p.unroll(V(a));
-                for (const auto &[u, rvars] : info->reductions) {
+                for (const auto &[u, rvars] : reductions) {
                     Stage st = p.update(u);
                     // The register tile's columns: the producer's vx, or within the outer tile
                     // vx's register tiles. The vector lanes split off first: an update may round
@@ -823,7 +859,92 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                     for (const std::string &a : rows)
                         st.unroll(V(a));
                 }
+            };
+        // The variable of a Func computed in the output's tiles that is vectorized: the one
+        // named like the output's x (conv's output channel), else its first; the others, in
+        // order, are its tile's rows. Vectors of it are contiguous only when it is innermost in
+        // memory, so its storage and loops are reordered to put it first.
+        auto tile_vars = [&](Func p, bool reorder) {
+            const std::vector<std::string> &args = p.args();
+            std::string vx = args.empty() ? "" : args[0];
+            if (std::find(args.begin(), args.end(), x) != args.end()) vx = x;
+            std::vector<std::string> rows;
+            for (const std::string &a : args)
+                if (a != vx) rows.push_back(a);
+            if (!args.empty() && vx != args[0] && reorder) {
+                std::vector<Var> storage{Var(vx)};
+                std::vector<VarOrRVar> loops{V(vx)};
+                for (const std::string &a : rows) {
+                    storage.emplace_back(a);
+                    loops.push_back(V(a));
+                }
+                p.reorder_storage(storage);
+                p.reorder(loops);
             }
+            return std::make_pair(vx, rows);
+        };
+        if (d > 0) tile_stage(Stage(f.function(), 0), {}, false, true);
+
+        std::vector<Func> sum_funcs; // the output's intermediates of sums
+        for (const Shape::Update &u : s.updates) {
+            std::string p = "update" + std::to_string(u.index) + "_";
+            Stage st = f.update(u.index);
+            const bool rfactor = c.has(p + "rfactor") && c.b(p + "rfactor");
+            const bool vectorize = c.has(p + "vectorize") && c.b(p + "vectorize");
+            std::vector<VarOrRVar> reduction;
+            for (const std::string &r : u.rvars)
+                reduction.emplace_back(r, true);
+            if (c.has(p + "split_r") && c.i(p + "split_r") > 1) {
+                VarOrRVar r(u.rvar, true), ro(u.rvar + "_o", true), ri(u.rvar + "_i", true);
+                st.split(r, ro, ri, int(c.i(p + "split_r")));
+                reduction.erase(reduction.begin());
+                reduction.insert(reduction.begin(), {ri, ro});
+                if (rfactor) {
+                    Func inter = st.rfactor(RVar(u.rvar + "_o"), Var("rf_u"), s.out + "_rf");
+                    inter.compute_root();
+                    inter.update(0).parallel(V("rf_u"));
+                }
+            }
+            const auto [r_where, r_registers, r_k_block] =
+                parse_placement(c.has(p + "r_at") ? c.s(p + "r_at") : "innermost");
+            if (r_registers) {
+                // The reduction in an intermediate of sums, a register tile per tile or outer
+                // tile of the output; the update adds it in, tiled like the pure definition.
+                Func sums =
+                    st.rfactor({}, s.out + "_sums" + (u.index ? std::to_string(u.index) : ""));
+                sums.compute_at(f, V(loop_at(r_where)));
+                const auto [vx, rows] = tile_vars(sums, true);
+                schedule_register_tile(sums, vx, rows, {{0, u.rvars}}, r_where == "outer_tile",
+                                       r_k_block);
+                sum_funcs.push_back(sums);
+                tile_stage(st, {}, false, vectorize);
+            } else if (d > 0 && u.in_place && !rfactor) {
+                tile_stage(st, reduction, r_where == "tile", vectorize);
+            } else if (vectorize && c.i("vector") > 1 && ix == 0) {
+                st.vectorize(V(x), int(c.i("vector")));
+            }
+        }
+
+        for (const Func &pf : inst.stages) {
+            if (pf.name() == s.out) continue;
+            Func p = pf;
+            const auto [where, register_tile, k_block] = parse_placement(c.s(p.name() + "_at"));
+            if (where == "inline") continue;
+            if (where == "root") {
+                p.compute_root();
+                if (p.dimensions() > 1) p.parallel(V(p.args().back()));
+            } else {
+                p.compute_at(f, V(loop_at(where)));
+            }
+            const Shape::Producer *info = nullptr;
+            for (const Shape::Producer &sp : s.producers)
+                if (sp.name == p.name()) info = &sp;
+            const bool vectorized = p.dimensions() > 0 && c.b(p.name() + "_vectorize");
+            const auto [vx, rows] = tile_vars(p, register_tile || vectorized);
+            const std::vector<std::string> &args = p.args();
+            if (register_tile && info)
+                schedule_register_tile(p, vx, rows, info->reductions, where == "outer_tile",
+                                       k_block);
             if (vectorized && !register_tile) {
                 int lanes = int(std::max<int64_t>(c.i("vector"), 2));
                 // GuardWithIf: a producer's region may be narrower than a vector (conv2d's
@@ -847,6 +968,9 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             Func consumer = f;
             for (const Func &st : inst.stages)
                 if (st.name() == pk.consumer) consumer = st;
+            // The output's reduction moved into its intermediate of sums, with its reads.
+            for (const Func &sums : sum_funcs)
+                if (pk.consumer == s.out && images_read(sums).count(pk.image)) consumer = sums;
             for (ImageParam &in : inst.inputs) {
                 if (in.name() != pk.image) continue;
                 Func w = in.in(consumer);

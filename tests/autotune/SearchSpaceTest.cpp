@@ -769,6 +769,17 @@ apps::Operator plain_matmul() {
 }
 
 /// The extents of the first allocation of `name` and the loops around it.
+/// A valid config of the space drawn with this seed, as JSON, for a test to set the knobs it is
+/// about (the rest stay whatever the draw gave).
+nlohmann::json valid_config(const SearchSpace &s, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    Config any;
+    do {
+        any = s.random(rng);
+    } while (!s.valid(any));
+    return s.to_json(any);
+}
+
 struct FoundAllocation {
     std::vector<int64_t> extents;
     std::vector<std::string> around;
@@ -813,12 +824,7 @@ TEST(AutoSpace, AnOutputsReductionIsTiledLikeItsPureDefinition) {
     const std::vector<int64_t> shape{20, 48, 36};
     SearchSpace s = auto_space(op, shape, Target::host());
     for (const std::string r_at : {"tile", "innermost"}) {
-        std::mt19937_64 rng(6);
-        Config any;
-        do {
-            any = s.random(rng);
-        } while (!s.valid(any));
-        nlohmann::json j = s.to_json(any);
+        nlohmann::json j = valid_config(s, 6);
         j["tile_x"] = 16;
         j["outer_x"] = 1;
         j["tile_y"] = 4;
@@ -875,12 +881,7 @@ TEST(AutoSpace, APackingStageCopiesThePanelOfAReusedInput) {
     for (const std::vector<int64_t> &shape :
          {std::vector<int64_t>{24, 96, 40}, std::vector<int64_t>{19, 70, 33}}) {
         SearchSpace s = auto_space(op, shape, Target::host());
-        std::mt19937_64 rng(4);
-        Config any;
-        do {
-            any = s.random(rng);
-        } while (!s.valid(any));
-        nlohmann::json j = s.to_json(any);
+        nlohmann::json j = valid_config(s, 4);
         j["tile_x"] = 16;
         j["outer_x"] = 2;
         j["tile_y"] = 4;
@@ -888,6 +889,7 @@ TEST(AutoSpace, APackingStageCopiesThePanelOfAReusedInput) {
         j["outer_order"] = "x_outer";
         j["B_in_C_at"] = "strip";
         j["A_in_C_at"] = "tile";
+        j["update0_r_at"] = "innermost";
         if (j.contains("update0_rfactor")) j["update0_rfactor"] = false;
         Config c = s.from_json(j);
         apps::OperatorInstance inst = op.make(shape);
@@ -919,6 +921,78 @@ TEST(AutoSpace, APackingStageCopiesThePanelOfAReusedInput) {
         packed++;
     }
     EXPECT_EQ(packed, 6);
+}
+
+// With update0_r_at "tile:registers" C's reduction moves into an intermediate of sums
+// (rfactor({})), a tile_x by tile_y buffer per tile of C whose k loop has nothing inside it (the
+// vectorized, unrolled register tile); per outer tile with a K block, the block loop encloses
+// the outer tile's register tiles. C's update then has no k loop. A's packing wrapper now wraps
+// the intermediate's reads. Both compute what the reference computes. The tiles must cover the
+// output exactly (a tail tile's sums would have a symbolic size): at a shape they do not divide
+// the configs are invalid.
+TEST(AutoSpace, AnOutputsReductionGetsARegisterTileOfSumsInAnIntermediate) {
+    const apps::Operator op = plain_matmul();
+    for (const std::vector<int64_t> &shape :
+         {std::vector<int64_t>{24, 96, 64}, std::vector<int64_t>{8, 64, 48}}) {
+        SearchSpace s = auto_space(op, shape, Target::host());
+        for (const std::string r_at : {"tile:registers", "outer_tile:registers:k16"}) {
+            nlohmann::json j = valid_config(s, 9);
+            j["tile_x"] = 16;
+            j["outer_x"] = 2;
+            j["tile_y"] = 4;
+            j["vector"] = 8;
+            j["update0_vectorize"] = true;
+            j["update0_split_r"] = 1;
+            j["update0_r_at"] = r_at;
+            j["A_in_C_at"] = "strip";
+            j["B_in_C_at"] = "none";
+            if (j.contains("update0_rfactor")) j["update0_rfactor"] = false;
+            Config c = s.from_json(j);
+            ASSERT_TRUE(s.valid(c)) << j.dump();
+            apps::OperatorInstance inst = op.make(shape);
+            s.apply(inst, c);
+            LoweredFunc f = inst.pipeline().lower();
+            const bool per_tile = r_at == "tile:registers";
+            const std::vector<int64_t> odd{shape[0] + 1, shape[1] + 8, shape[2]};
+            EXPECT_FALSE(auto_space(op, odd, Target::host()).valid(c)) << j.dump();
+            FoundAllocation sums = find_allocation(f.body, "C_sums");
+            EXPECT_EQ(sums.extents, (std::vector<int64_t>{per_tile ? 16 : 32, 4})) << j.dump();
+            // The k loop (k within its block, per outer tile) and the loops inside it, and the
+            // block loops, each with the register tile loops (over j) inside it.
+            class KLoops : public IRVisitor {
+            public:
+                int in_c = 0, k_loops = 0, loops_inside_k = 0, depth = 0, blocks = 0,
+                    tiles_in_block = 0, block_depth = 0;
+
+            protected:
+                using IRVisitor::visit;
+                void visit(const For *op) override {
+                    const bool block = op->name.find("C_sums.s1.k.x_o") != std::string::npos;
+                    const bool k = op->name.find("C_sums.s1.k.x") != std::string::npos && !block;
+                    if (depth > 0) loops_inside_k++;
+                    if (block_depth > 0 && op->name.find("C_sums.s1.j") != std::string::npos)
+                        tiles_in_block++;
+                    in_c += op->name.find("C.s1.k") != std::string::npos;
+                    k_loops += k;
+                    blocks += block;
+                    depth += k;
+                    block_depth += block;
+                    IRVisitor::visit(op);
+                    depth -= k;
+                    block_depth -= block;
+                }
+            } v;
+            v.include(f.body);
+            EXPECT_EQ(v.in_c, 0) << j.dump();
+            EXPECT_EQ(v.k_loops, 1) << j.dump();
+            EXPECT_EQ(v.loops_inside_k, 0) << j.dump();
+            EXPECT_EQ(v.blocks, per_tile ? 0 : 1) << j.dump();
+            EXPECT_EQ(v.tiles_in_block, per_tile ? 0 : 1) << j.dump();
+            EXPECT_FALSE(find_allocation(f.body, "A_in_C_sums").extents.empty()) << j.dump();
+            EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), 1e-5)
+                << j.dump();
+        }
+    }
 }
 
 } // namespace kiln::autotune
