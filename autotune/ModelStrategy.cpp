@@ -187,6 +187,7 @@ private:
         }
         for (int attempt = 0; parents.size() < 8 && attempt < 200; attempt++) {
             Config c = ctx.space.random(rng);
+            if (std::optional<Config> fixed = ctx.space.repair(c, rng)) c = *fixed;
             if (ctx.space.valid(c) && ctx.features(c) && seen.insert(ctx.space.hash(c)).second)
                 parents.push_back(c);
         }

@@ -216,6 +216,35 @@ std::string SearchSpace::violated(const Config &c) const {
     return "";
 }
 
+int SearchSpace::violations(const Config &c) const {
+    ConfigView view(*this, c);
+    int broken = 0;
+    for (const Reason &reason : constraints)
+        broken += !reason(view).empty();
+    return broken;
+}
+
+std::optional<Config> SearchSpace::repair(const Config &c, std::mt19937_64 &rng, int steps) const {
+    Config current = c;
+    int broken = violations(current);
+    const int n = int(knob_list.size());
+    for (int step = 0; broken > 0 && n > 0 && step < steps; step++) {
+        const int k = std::uniform_int_distribution<int>(0, n - 1)(rng);
+        const int count = int(knob_list[size_t(k)].values.size());
+        if (count < 2) continue;
+        Config next = current;
+        const int v = std::uniform_int_distribution<int>(0, count - 2)(rng);
+        next.index[size_t(k)] = v >= current.index[size_t(k)] ? v + 1 : v;
+        const int b = violations(next);
+        if (b <= broken) {
+            current = std::move(next);
+            broken = b;
+        }
+    }
+    if (broken > 0) return std::nullopt;
+    return current;
+}
+
 nlohmann::json SearchSpace::to_json(const Config &c) const {
     nlohmann::json j = nlohmann::json::object();
     for (size_t k = 0; k < knob_list.size(); k++)

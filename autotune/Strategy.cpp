@@ -45,6 +45,10 @@ Config mutate(const SearchSpace &space, const Config &c, std::mt19937_64 &rng) {
             m.index[k] = v >= c.index[k] ? v + 1 : v;
         }
     }
+    // A change that breaks a constraint is walked back to a valid config near it (the constraints
+    // of the space, not the mutation, decide what is legal).
+    if (std::optional<Config> fixed = space.repair(m, rng, 16); fixed && !(*fixed == c))
+        return *fixed;
     return m;
 }
 
@@ -55,6 +59,7 @@ std::optional<Config> random_new(ProposalContext &ctx, std::mt19937_64 &rng,
                        ? (*ctx.universe)[std::uniform_int_distribution<size_t>(
                              0, ctx.universe->size() - 1)(rng)]
                        : ctx.space.random(rng);
+        if (std::optional<Config> fixed = ctx.space.repair(c, rng)) c = *fixed;
         if (!ctx.space.valid(c)) continue;
         std::string h = ctx.space.hash(c);
         if (ctx.known(h) || std::find(taken.begin(), taken.end(), h) != taken.end()) continue;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "tests/autotune/PlainMatmul.h"
+
 #include <cmath>
 #include <map>
 #include <optional>
@@ -132,6 +134,37 @@ TEST(SearchSpace, ConstraintsFilterRandomAndEnumeratedConfigs) {
     for (int64_t i = 0; i < s.size(); i++)
         hashes.insert(s.hash(s.at(i)));
     EXPECT_EQ(int64_t(hashes.size()), s.size());
+}
+
+// repair walks an invalid config to a valid one by redrawing one knob at a time, keeping
+// changes that break no more constraints; a valid config comes back unchanged, and a space whose
+// constraints nothing meets gives nullopt.
+TEST(SearchSpace, RepairWalksAnInvalidConfigToAValidOneNearIt) {
+    SearchSpace s = small_space();
+    s.add_constraint("split divides 4 * unroll",
+                     [](const ConfigView &c) { return 4 * c.i("unroll") % c.i("split") == 0; });
+    std::mt19937_64 rng(11);
+    int repaired = 0, invalid = 0;
+    for (int i = 0; i < 300; i++) {
+        Config c = s.random(rng);
+        std::optional<Config> r = s.repair(c, rng);
+        if (s.valid(c)) {
+            ASSERT_TRUE(r.has_value());
+            EXPECT_TRUE(*r == c) << s.to_json(c).dump();
+            continue;
+        }
+        invalid++;
+        EXPECT_GE(s.violations(c), 1);
+        if (!r) continue;
+        repaired++;
+        EXPECT_TRUE(s.valid(*r)) << s.to_json(*r).dump();
+    }
+    EXPECT_GT(invalid, 50);
+    EXPECT_GT(repaired, invalid * 9 / 10);
+
+    SearchSpace none = small_space();
+    none.add_constraint("never", [](const ConfigView &) { return false; });
+    EXPECT_FALSE(none.repair(none.random(rng), rng).has_value());
 }
 
 TEST(SearchSpace, HashDependsOnSaltAndValues) {
@@ -728,45 +761,7 @@ TEST(AutoSpace, RfactorOfALongReductionLowersAndMatchesTheReference) {
 namespace kiln::autotune {
 namespace {
 
-// A matmul written as its users write one, with no packing Func: C(j, i) = sum over k of
-// A(k, i) * B(j, k). The automatic space packs the inputs the reduction reads with wrappers.
-apps::Operator plain_matmul() {
-    apps::Operator op;
-    op.name = "plain_matmul";
-    op.shape_names = {"M", "N", "K"};
-    op.make = [](const std::vector<int64_t> &shape) {
-        apps::OperatorInstance inst;
-        inst.shape = shape;
-        const int m = int(shape[0]), n = int(shape[1]), k_extent = int(shape[2]);
-        ImageParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
-        Var j("j"), i("i");
-        RDom k(0, k_extent, "k");
-        Func C("C");
-        C(j, i) = 0.f;
-        C(j, i) += A(k, i) * B(j, k);
-        inst.inputs = {A, B};
-        inst.input_data = {apps::random_buffer(Float(32), {k_extent, m}, "A", 1, -1, 1),
-                           apps::random_buffer(Float(32), {n, k_extent}, "B", 2, -1, 1)};
-        inst.output = C;
-        inst.output_extents = {n, m};
-        return inst;
-    };
-    op.reference = [](const apps::OperatorInstance &inst) {
-        Buffer<float> A(inst.input_data[0]), B(inst.input_data[1]);
-        const int m = int(inst.shape[0]), n = int(inst.shape[1]), k_extent = int(inst.shape[2]);
-        Buffer<float> C({n, m}, "C");
-        for (int i = 0; i < m; i++) {
-            for (int j = 0; j < n; j++) {
-                float acc = 0.f;
-                for (int k = 0; k < k_extent; k++)
-                    acc += A(k, i) * B(j, k);
-                C(j, i) = acc;
-            }
-        }
-        return BufferBase(C);
-    };
-    return op;
-}
+using autotune_test::plain_matmul;
 
 /// The extents of the first allocation of `name` and the loops around it.
 /// A valid config of the space drawn with this seed, as JSON, for a test to set the knobs it is
@@ -993,6 +988,32 @@ TEST(AutoSpace, AnOutputsReductionGetsARegisterTileOfSumsInAnIntermediate) {
                 << j.dump();
         }
     }
+}
+
+// At a shape with few divisors (1000 = 2^3 x 125) the register tiles of a plain matmul's output
+// need tiles that divide it, which uniform draws seldom meet; repaired draws (what the tuner's
+// random proposals and mutations are) find many more of them.
+TEST(AutoSpace, RepairedDrawsFindTheRareRegisterTilesOfAnOddShape) {
+    const apps::Operator op = plain_matmul();
+    SearchSpace s = auto_space(op, {1000, 1000, 1000}, Target::host());
+    auto registers = [&](const Config &c) {
+        return s.to_json(c)["update0_r_at"].get<std::string>().find(":registers") !=
+               std::string::npos;
+    };
+    std::mt19937_64 rng(5);
+    std::set<std::string> uniform, repaired;
+    for (int i = 0; i < 2000; i++) {
+        Config c = s.random(rng);
+        if (s.valid(c) && registers(c)) uniform.insert(s.hash(c));
+        std::optional<Config> r = s.repair(c, rng);
+        if (!r) continue;
+        EXPECT_TRUE(s.valid(*r)) << s.to_json(*r).dump();
+        if (registers(*r)) repaired.insert(s.hash(*r));
+    }
+    std::printf("[ repair ] register-tile configs at 1000^3 in 2000 draws: %zu uniform, %zu "
+                "repaired\n",
+                uniform.size(), repaired.size());
+    EXPECT_GT(repaired.size(), 2 * uniform.size() + 5);
 }
 
 } // namespace kiln::autotune
