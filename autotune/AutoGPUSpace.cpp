@@ -8,14 +8,23 @@
 // on one GPU thread. Every other Func of the pipeline is inlined (pure Funcs only), computed at
 // root as kernels of its own (tiled like the output, tails guarded), or, where its region per
 // block is known from the algorithm (it is called only by the output, at its pure variables plus
-// constants), computed per block into GPU shared memory by the block's threads. Constraints keep
-// every point inside the device's limits (threads and shared memory per block, kiln's portable
+// constants), computed per block into GPU shared memory by the block's threads. The output's own
+// reduction (one update in place over an RDom) may move into an intermediate of sums
+// (rfactor({})) computed per block the same way. A per-block reduction may step through its
+// largest RVar r_step values at a time, the steps outside the threads; at each step the block's
+// threads may copy what the step reads of an input (an image or a Func, through an in() wrapper)
+// into shared memory before they accumulate from it: the blocks, threads and shared-memory
+// staging of GPU matmul and convolution kernels. Constraints keep every point inside the
+// device's limits (threads and shared memory per block, staged inputs included, kiln's portable
 // 1024 and 48 KiB on top) and the output's tiles inside its extents.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "autotune/AutoSpace.h"
+#include "lang/IREquality.h"
 #include "lang/IROperator.h"
 #include "lang/IRVisitor.h"
 
@@ -91,6 +100,25 @@ std::vector<bool> updates_in_place(const Func &f) {
     return in_place;
 }
 
+/// One dimension of what a reduction reads from a staged input, per block and step of the
+/// reduction: the Func's pure variables it adds (each a dimension of the Func), whether it adds
+/// the stepped RVar, and what the other RVars add to its extent.
+struct ReadDim {
+    std::vector<int> vars;
+    bool stepped = false;
+    int64_t fixed = 0;
+};
+
+/// An input (an image, or a Func of the pipeline) that a per-block Func's last update reads with
+/// indices that are sums of its variables, RVars and constants: what a wrapper computed per step
+/// of the reduction (in(), in GPU shared memory) copies.
+struct StagedRead {
+    std::string name;
+    bool image = false;
+    int64_t element_bytes = 0;
+    std::vector<ReadDim> dims;
+};
+
 struct GPUShape {
     std::string out;
     std::vector<std::string> dims;
@@ -102,13 +130,119 @@ struct GPUShape {
         /// Its dimensions as the output's plus offsets, when it may be computed per block.
         std::optional<std::vector<DimMap>> block_map;
         int64_t element_bytes = 0;
+        /// The RVar of its last update's reduction stepped through per block (the one of largest
+        /// constant extent), its extent, and the inputs that update may stage per step.
+        std::string rvar;
+        int64_t r_extent = 0;
+        std::vector<StagedRead> staged;
     };
     std::vector<Producer> producers;
+    /// The output's reduction moved into an intermediate of sums (rfactor({})) computed per block
+    /// in shared memory: set when the output has one update, in place, over an RDom, and rfactor
+    /// accepts it.
+    std::optional<Producer> sums;
 };
 
-GPUShape read_gpu_shape(const apps::OperatorInstance &inst) {
+/// Splits an index into its terms: each variable of `vars` (counted in `var_terms`), each RVar of
+/// `rvars` (in `rvar_terms`) and constants; false when it has any other form (a product, a
+/// variable of neither list, a call).
+bool index_terms(const Expr &e, const std::vector<std::string> &vars,
+                 const std::vector<std::string> &rvars, std::vector<int> &var_terms,
+                 std::vector<int> &rvar_terms) {
+    if (as_const_int(e)) return true;
+    if (const auto *v = e.as<Variable>()) {
+        auto in = [&](const std::vector<std::string> &names, std::vector<int> &terms) {
+            auto it = std::find(names.begin(), names.end(), v->name);
+            if (it == names.end()) return false;
+            terms.push_back(int(it - names.begin()));
+            return true;
+        };
+        return in(vars, var_terms) || in(rvars, rvar_terms);
+    }
+    if (const auto *a = e.as<Add>())
+        return index_terms(a->a, vars, rvars, var_terms, rvar_terms) &&
+               index_terms(a->b, vars, rvars, var_terms, rvar_terms);
+    if (const auto *s = e.as<Sub>())
+        return index_terms(s->a, vars, rvars, var_terms, rvar_terms) && as_const_int(s->b);
+    return false;
+}
+
+/// The reduction of `d` (the last update of a Func with variables `vars`) that a per-block
+/// schedule steps through, and the inputs it may stage: every image or Func of `stage_names`
+/// it calls with one list of indices, each a sum of variables, RVars and constants.
+void read_reduction(const Definition &d, const std::vector<std::string> &vars,
+                    const std::set<std::string> &stage_names, GPUShape::Producer &p) {
+    if (!d.rdom) return;
+    std::vector<std::string> rvars;
+    std::vector<int64_t> r_extents;
+    for (const ReductionVariable &v : d.rdom->vars) {
+        rvars.push_back(v.name);
+        std::optional<int64_t> e = as_const_int(v.extent);
+        r_extents.push_back(e ? *e : -1);
+    }
+    int stepped = -1;
+    for (size_t r = 0; r < rvars.size(); r++) {
+        if (r_extents[r] > 1 && (stepped < 0 || r_extents[r] > r_extents[size_t(stepped)]))
+            stepped = int(r);
+    }
+    if (stepped < 0) return;
+    p.rvar = rvars[size_t(stepped)];
+    p.r_extent = r_extents[size_t(stepped)];
+
+    class Calls : public IRVisitor {
+    public:
+        std::map<std::string, std::vector<const Call *>> calls;
+
+    protected:
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if ((op->call_type == Call::Image && op->param) || op->call_type == Call::Func)
+                calls[op->name].push_back(op);
+            IRVisitor::visit(op);
+        }
+    } visitor;
+    for (const Expr &e : d.values)
+        visitor.include(e);
+    for (const auto &[name, calls] : visitor.calls) {
+        const bool image = calls[0]->call_type == Call::Image;
+        if (!image && !stage_names.count(name)) continue;
+        bool ok = true;
+        for (const Call *c : calls) {
+            ok = ok && c->args.size() == calls[0]->args.size();
+            for (size_t i = 0; ok && i < c->args.size(); i++)
+                ok = equal(c->args[i], calls[0]->args[i]);
+        }
+        StagedRead read;
+        read.name = name;
+        read.image = image;
+        read.element_bytes = calls[0]->type.bytes();
+        for (size_t i = 0; ok && i < calls[0]->args.size(); i++) {
+            std::vector<int> var_terms, rvar_terms;
+            ok = index_terms(calls[0]->args[i], vars, rvars, var_terms, rvar_terms);
+            ReadDim dim;
+            dim.vars = var_terms;
+            for (int r : rvar_terms) {
+                if (r == stepped)
+                    dim.stepped = true;
+                else if (r_extents[size_t(r)] < 0)
+                    ok = false;
+                else
+                    dim.fixed += r_extents[size_t(r)] - 1;
+            }
+            read.dims.push_back(dim);
+        }
+        // A staged copy is a thread dimension or two plus serial loops: at most three dimensions.
+        if (ok && !read.dims.empty() && read.dims.size() <= 3) p.staged.push_back(read);
+    }
+}
+
+GPUShape read_gpu_shape(const apps::OperatorInstance &inst,
+                        const std::function<apps::OperatorInstance()> &make) {
     GPUShape s;
     const Func &f = inst.output;
+    std::set<std::string> stage_names;
+    for (const Func &p : inst.stages)
+        stage_names.insert(p.name());
     s.out = f.name();
     s.dims = f.args();
     s.extents = inst.output_extents;
@@ -158,7 +292,30 @@ GPUShape read_gpu_shape(const apps::OperatorInstance &inst) {
         for (bool b : seen)
             eligible = eligible && b;
         if (eligible && !calls.calls.empty()) prod.block_map = map;
+        if (prod.block_map && prod.has_updates) {
+            std::set<std::string> others = stage_names;
+            others.erase(p.name());
+            read_reduction(p.update_definition(p.num_updates() - 1), p.args(), others, prod);
+        }
         s.producers.push_back(prod);
+    }
+    // The output's reduction, per block in an intermediate of sums: asked of rfactor on an
+    // instance of its own (rfactor rewrites the algorithm it is called on).
+    if (f.num_updates() == 1 && s.out_updates_in_place[0] && f.update_definition(0).rdom) {
+        try {
+            make().output.update(0).rfactor({});
+            GPUShape::Producer sums;
+            sums.name = s.out + "_sums";
+            sums.has_updates = true;
+            sums.block_map = std::vector<DimMap>();
+            for (size_t i = 0; i < s.dims.size() && i < 3; i++)
+                sums.block_map->push_back({int(i), 0, 0});
+            for (Type t : f.output_types())
+                sums.element_bytes += t.bytes();
+            read_reduction(f.update_definition(0), f.args(), stage_names, sums);
+            if (s.dims.size() <= 3) s.sums = sums;
+        } catch (const CompileError &) {
+        }
     }
     return s;
 }
@@ -170,14 +327,33 @@ int64_t tile_extent(const ConfigView &c, int j) {
     return 1;
 }
 
-/// Threads a producer computed per block uses, and the bytes of its shared memory.
+/// The extent of a per-block Func's dimension `i` in one block.
+int64_t block_extent(const GPUShape::Producer &p, const ConfigView &c, int i) {
+    const DimMap &m = (*p.block_map)[size_t(i)];
+    return tile_extent(c, m.out_dim) + (m.hi - m.lo);
+}
+
+/// Threads a producer computed per block uses, and the bytes of its shared memory, with the
+/// inputs its reduction stages per step.
 std::pair<int64_t, int64_t> block_cost(const GPUShape::Producer &p, const ConfigView &c) {
     int64_t threads = 1, bytes = p.element_bytes;
-    for (const DimMap &m : *p.block_map) {
-        int64_t extent = tile_extent(c, m.out_dim) + (m.hi - m.lo);
+    for (size_t i = 0; i < p.block_map->size(); i++) {
+        int64_t extent = block_extent(p, c, int(i));
         bytes *= extent;
-        if (m.out_dim == 0) extent = (extent + c.i("out_x") - 1) / c.i("out_x");
+        if ((*p.block_map)[i].out_dim == 0) extent = (extent + c.i("out_x") - 1) / c.i("out_x");
         threads *= extent;
+    }
+    const int64_t step = p.rvar.empty() ? 1 : c.i(p.name + "_r_step");
+    for (const StagedRead &r : p.staged) {
+        if (!c.b(p.name + "_stage_" + r.name)) continue;
+        int64_t copy = r.element_bytes;
+        for (const ReadDim &dim : r.dims) {
+            int64_t extent = 1 + dim.fixed + (dim.stepped ? step - 1 : 0);
+            for (int v : dim.vars)
+                extent += block_extent(p, c, v) - 1;
+            copy *= extent;
+        }
+        bytes += copy;
     }
     return {threads, bytes};
 }
@@ -250,7 +426,7 @@ void schedule_gpu_func(const Func &f, int64_t bx, int64_t by, int64_t ox, bool u
 
 SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> &shape,
                            const GpuLimits &limits) {
-    GPUShape s = read_gpu_shape(op.make(shape));
+    GPUShape s = read_gpu_shape(op.make(shape), [&] { return op.make(shape); });
     if (s.dims.empty())
         throw CompileError("--space auto for a GPU target: the output of '" + op.name +
                            "' has no dimensions to spread over GPU threads");
@@ -273,6 +449,41 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
         if (p.block_map) where.push_back("block");
         space.add_choice(p.name + "_at", where);
     }
+    if (s.sums) space.add_choice(s.out + "_sums", {"inplace", "block"});
+
+    // The Funcs that may be computed per block (the output's sums among them), and whether a
+    // config computes one so.
+    std::vector<GPUShape::Producer> per_block;
+    for (const GPUShape::Producer &p : s.producers)
+        if (p.block_map) per_block.push_back(p);
+    if (s.sums) per_block.push_back(*s.sums);
+    const std::string sums_knob = s.out + "_sums";
+    auto at_block = [sums_knob](const GPUShape::Producer &p, const ConfigView &c) {
+        return c.has(p.name + "_at") ? c.s(p.name + "_at") == "block" : c.s(sums_knob) == "block";
+    };
+
+    // A per-block reduction steps through its largest RVar r_step values at a time; at each step
+    // the block's threads may copy what the step reads of an input into shared memory (a wrapper,
+    // in()) before they accumulate from it: the shared-memory staging of reused inputs.
+    for (const GPUShape::Producer &p : per_block) {
+        if (p.rvar.empty()) continue;
+        std::vector<int64_t> steps;
+        for (int64_t v : {1, 4, 8, 16, 32})
+            if (v == 1 || (v <= p.r_extent && p.r_extent % v == 0)) steps.push_back(v);
+        space.add_integers(p.name + "_r_step", steps);
+        space.add_constraint(p.name + "_r_step > 1 needs " + p.name + " per block",
+                             [p, at_block](const ConfigView &c) {
+                                 return c.i(p.name + "_r_step") == 1 || at_block(p, c);
+                             });
+        for (const StagedRead &r : p.staged) {
+            const std::string knob = p.name + "_stage_" + r.name;
+            space.add_bool(knob);
+            space.add_constraint(knob + " needs " + p.name + "_r_step > 1",
+                                 [p, knob](const ConfigView &c) {
+                                     return !c.b(knob) || c.i(p.name + "_r_step") > 1;
+                                 });
+        }
+    }
 
     space.add_constraint("block_x * out_x <= output extent of x", [ext_x](const ConfigView &c) {
         return c.i("block_x") * c.i("out_x") <= ext_x;
@@ -280,32 +491,35 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
     space.add_constraint("unroll needs out_x > 1",
                          [](const ConfigView &c) { return !c.b("unroll") || c.i("out_x") > 1; });
     space.add_constraint("threads per block <= device limit (" + std::to_string(threads) + ")",
-                         [threads, s](const ConfigView &c) {
+                         [threads, per_block, at_block](const ConfigView &c) {
                              int64_t n = c.i("block_x") * (c.has("block_y") ? c.i("block_y") : 1);
-                             for (const GPUShape::Producer &p : s.producers) {
-                                 if (p.block_map && c.s(p.name + "_at") == "block")
-                                     n = std::max(n, block_cost(p, c).first);
+                             for (const GPUShape::Producer &p : per_block) {
+                                 if (at_block(p, c)) n = std::max(n, block_cost(p, c).first);
                              }
                              return n <= threads;
                          });
     space.add_constraint("shared memory per block <= device limit (" + std::to_string(shared) + ")",
-                         [shared, s](const ConfigView &c) {
+                         [shared, per_block, at_block](const ConfigView &c) {
                              int64_t bytes = 0;
-                             for (const GPUShape::Producer &p : s.producers) {
-                                 if (p.block_map && c.s(p.name + "_at") == "block")
-                                     bytes += block_cost(p, c).second;
+                             for (const GPUShape::Producer &p : per_block) {
+                                 if (at_block(p, c)) bytes += block_cost(p, c).second;
                              }
                              return bytes <= shared;
                          });
 
-    space.set_apply([s](apps::OperatorInstance &inst, const ConfigView &c) {
+    space.set_apply([s, per_block](apps::OperatorInstance &inst, const ConfigView &c) {
         Func f = inst.output;
         int64_t bx = c.i("block_x"), by = c.has("block_y") ? c.i("block_y") : 1;
         int64_t ox = c.i("out_x");
         bool unroll = c.b("unroll");
+        // The output's reduction in its intermediate of sums; the update left behind adds the
+        // sums to the output in place.
+        std::optional<Func> sums;
+        if (s.sums && c.s(s.out + "_sums") == "block") sums = f.update(0).rfactor({}, s.sums->name);
         // The output's tiles stay inside it (ShiftInwards); its updates guard their tails.
         schedule_gpu_func(f, bx, by, ox, unroll, TailStrategy::Auto);
         const std::string block_loop = s.dims[0] + "_bo";
+        std::vector<Func> blocks;
         for (const Func &pf : inst.stages) {
             if (pf.name() == s.out) continue;
             Func p = pf;
@@ -317,13 +531,18 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
                 schedule_gpu_func(p, bx, by, 1, false, TailStrategy::GuardWithIf);
                 continue;
             }
+            blocks.push_back(p);
+        }
+        if (sums) blocks.push_back(*sums);
+        for (Func &p : blocks) {
             // Per block, in shared memory, a thread per point (out_x points along the output's
             // x), the updates' reductions serial inside the thread.
             p.compute_at(f, V(block_loop)).store_in(MemoryType::GPUShared);
             const GPUShape::Producer &info =
-                *std::find_if(s.producers.begin(), s.producers.end(),
+                *std::find_if(per_block.begin(), per_block.end(),
                               [&](const GPUShape::Producer &q) { return q.name == p.name(); });
-            auto threads_of = [&](Stage st, std::vector<VarOrRVar> order) {
+            auto threads_of = [&](Stage st, std::vector<VarOrRVar> order,
+                                  const std::optional<VarOrRVar> &outer) {
                 std::vector<VarOrRVar> thread_dims;
                 for (size_t i = 0; i < info.block_map->size(); i++) {
                     const std::string &v = p.args()[i];
@@ -338,15 +557,63 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
                 }
                 for (const VarOrRVar &t : thread_dims)
                     order.push_back(t);
+                if (outer) order.push_back(*outer);
                 if (order.size() > 1) st.reorder(order);
                 if (thread_dims.size() == 1) st.gpu_threads(thread_dims[0]);
                 if (thread_dims.size() == 2) st.gpu_threads(thread_dims[0], thread_dims[1]);
                 if (thread_dims.size() == 3)
                     st.gpu_threads(thread_dims[0], thread_dims[1], thread_dims[2]);
             };
-            threads_of(Stage(p.function(), 0), {});
-            for (int u = 0; u < p.num_updates(); u++)
-                threads_of(p.update(u), rvars_of(p, u));
+            threads_of(Stage(p.function(), 0), {}, std::nullopt);
+            const int last = p.num_updates() - 1;
+            for (int u = 0; u < last; u++)
+                threads_of(p.update(u), rvars_of(p, u), std::nullopt);
+            if (last < 0) continue;
+            const int64_t step = info.rvar.empty() ? 1 : c.i(p.name() + "_r_step");
+            if (step == 1) {
+                threads_of(p.update(last), rvars_of(p, last), std::nullopt);
+                continue;
+            }
+            // The stepped RVar: its steps outside the threads, the values of a step inside
+            // them, where the other RVars are.
+            const VarOrRVar r(info.rvar, true), ro(info.rvar + "_o", true),
+                ri(info.rvar + "_i", true);
+            Stage up = p.update(last);
+            up.split(r, ro, ri, int(step));
+            std::vector<VarOrRVar> inner;
+            for (const VarOrRVar &v : rvars_of(p, last))
+                inner.push_back(v.name() == info.rvar ? ri : v);
+            threads_of(up, inner, ro);
+            for (const StagedRead &read : info.staged) {
+                if (!c.b(p.name() + "_stage_" + read.name)) continue;
+                std::optional<Func> w;
+                for (ImageParam &in : inst.inputs)
+                    if (read.image && in.name() == read.name) w = in.in(p);
+                for (Func &q : inst.stages)
+                    if (!read.image && q.name() == read.name) w = q.in(p);
+                if (!w) continue;
+                // The copy: dimension 0 over the block's x threads, 1 over its y threads (reads
+                // along dimension 0 are contiguous in the input), the rest serial inside.
+                w->compute_at(p, ro).store_in(MemoryType::GPUShared);
+                const std::vector<std::string> a = w->args();
+                std::vector<VarOrRVar> serial, copy_threads;
+                for (size_t i = 0; i < a.size(); i++) {
+                    const int64_t n = i == 0 ? bx : i == 1 ? by : 1;
+                    if (n == 1 && i > 0) {
+                        serial.push_back(V(a[i]));
+                        continue;
+                    }
+                    w->split(V(a[i]), V(a[i] + "_s"), V(a[i] + "_t"), int(n),
+                             TailStrategy::GuardWithIf);
+                    serial.push_back(V(a[i] + "_s"));
+                    copy_threads.push_back(V(a[i] + "_t"));
+                }
+                std::vector<VarOrRVar> order = serial;
+                order.insert(order.end(), copy_threads.begin(), copy_threads.end());
+                if (order.size() > 1) w->reorder(order);
+                if (copy_threads.size() == 1) w->gpu_threads(copy_threads[0]);
+                if (copy_threads.size() == 2) w->gpu_threads(copy_threads[0], copy_threads[1]);
+            }
         }
     });
     return space;

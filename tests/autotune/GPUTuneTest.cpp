@@ -5,6 +5,7 @@
 // worker starts, with the runtime's message.
 #include <gtest/gtest.h>
 
+#include "tests/autotune/PlainMatmul.h"
 #include "tests/autotune/TempDir.h"
 
 #include <unistd.h>
@@ -437,6 +438,29 @@ TEST(GPUTune, GPUTemplatePointsLowerToKernels) {
     }
 }
 
+/// CUDA source compiles with NVRTC for sm_90 and its PTX, which reads global memory, assembles
+/// with ptxas (each skipped, saying why, where this machine lacks it).
+void expect_cuda_assembles(const std::string &cu, const std::string &file) {
+    std::string why;
+    if (!nvrtc_available(&why)) {
+        std::printf("[ note     ] no NVRTC: %s\n", why.c_str());
+        return;
+    }
+    std::string ptx = compile_cuda_to_ptx(cu, "sm_90", file);
+    EXPECT_NE(ptx.find("ld.global"), std::string::npos);
+    std::string ptxas;
+    for (const char *p : {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"})
+        if (ptxas.empty() && access(p, X_OK) == 0) ptxas = p;
+    if (ptxas.empty()) {
+        std::printf("[ note     ] no ptxas: the PTX is not assembled\n");
+        return;
+    }
+    TempDir dir;
+    std::ofstream(dir / "k.ptx") << ptx;
+    std::string cmd = ptxas + " -arch=sm_90 " + (dir / "k.ptx") + " -o /dev/null 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
 // The matmul template's vec = 4: whole-vector accesses in both dialects. The OpenCL kernel runs
 // (PoCL) and matches the reference; the CUDA source compiles with NVRTC for sm_90 and its PTX
 // assembles with ptxas (each skipped, saying why, where this machine lacks it).
@@ -479,24 +503,7 @@ TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
     EXPECT_NE(cu.find("kiln_load_f32x4("), std::string::npos) << cu;
     EXPECT_NE(cu.find("kiln_store_f32x4("), std::string::npos) << cu;
 
-    std::string why;
-    if (nvrtc_available(&why)) {
-        std::string ptx = compile_cuda_to_ptx(cu, "sm_90", "matmul_vec4.cu");
-        EXPECT_NE(ptx.find("ld.global"), std::string::npos);
-        std::string ptxas;
-        for (const char *p : {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"})
-            if (ptxas.empty() && access(p, X_OK) == 0) ptxas = p;
-        if (!ptxas.empty()) {
-            TempDir dir;
-            std::ofstream(dir / "k.ptx") << ptx;
-            std::string cmd = ptxas + " -arch=sm_90 " + (dir / "k.ptx") + " -o /dev/null 2>&1";
-            EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-        } else {
-            std::printf("[ note     ] no ptxas: the PTX is not assembled\n");
-        }
-    } else {
-        std::printf("[ note     ] no NVRTC: %s\n", why.c_str());
-    }
+    expect_cuda_assembles(cu, "matmul_vec4.cu");
 
     std::string unavailable = opencl_unavailable();
     if (!unavailable.empty()) GTEST_SKIP() << "no OpenCL device: " << unavailable;
@@ -508,6 +515,76 @@ TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
     ASSERT_EQ(compiled.run({out}), 0) << kiln_last_error_message();
     out.copy_to_host();
     EXPECT_LE(apps::max_relative_error(out, op.reference(run)), op.tolerance);
+}
+
+// A user's plain matmul (C(j, i) += A(k, i) * B(j, k), no stage of its own) in the automatic GPU
+// space: its reduction moves into an intermediate of sums per block in shared memory, stepped 8
+// values of k at a time, and at each step the block's threads stage A's and B's tiles in shared
+// memory (in() wrappers) before they accumulate. The kernel's shared memory is exactly the
+// three tiles; the OpenCL kernel runs (PoCL) and matches the reference at a shape the tiles do
+// not divide; the CUDA source compiles and assembles.
+TEST(GPUTune, AutoGPUSpaceStagesAUsersMatmulInputsInSharedMemoryPerStep) {
+    const apps::Operator op = autotune_test::plain_matmul();
+    const std::vector<int64_t> shape = {37, 53, 24}; // M, N, K
+    SearchSpace space = auto_gpu_space(op, shape);
+    nlohmann::json j = {{"block_x", 16},          {"block_y", 8},          {"out_x", 2},
+                        {"unroll", true},         {"C_sums", "block"},     {"C_sums_r_step", 8},
+                        {"C_sums_stage_A", true}, {"C_sums_stage_B", true}};
+    Config config = space.from_json(j);
+    ASSERT_TRUE(space.valid(config)) << space.violated(config);
+    // Staging needs a step; a step needs the sums per block. from_json names the constraint.
+    auto broken = [](const SearchSpace &sp, const nlohmann::json &config) -> std::string {
+        try {
+            sp.from_json(config);
+        } catch (const CompileError &e) {
+            return e.what();
+        }
+        return "";
+    };
+    nlohmann::json no_step = j;
+    no_step["C_sums_r_step"] = 1;
+    EXPECT_NE(broken(space, no_step).find("'C_sums_stage_A needs C_sums_r_step > 1'"),
+              std::string::npos)
+        << broken(space, no_step);
+    nlohmann::json in_place = j;
+    in_place["C_sums"] = "inplace";
+    EXPECT_NE(broken(space, in_place).find("'C_sums_r_step > 1 needs C_sums per block'"),
+              std::string::npos)
+        << broken(space, in_place);
+
+    apps::OperatorInstance inst = op.make(shape);
+    space.apply(inst, config);
+    LoweredFunc f = inst.pipeline().lower();
+    // C's zeros, then the kernel of the sums (per block) adding them to C.
+    ASSERT_EQ(f.kernels.size(), 2u);
+    const DeviceKernel &k = f.kernels[1];
+    EXPECT_EQ(k.threads[0], 16);
+    EXPECT_EQ(k.threads[1], 8);
+    // Sums 32 x 8, A's step 8 (k) x 8 (rows), B's step 32 (columns) x 8 (k), four bytes each.
+    EXPECT_EQ(k.shared_bytes, (32 * 8 + 8 * 8 + 32 * 8) * 4);
+    const std::string cl = print_device_source(f.kernels, GpuApi::OpenCL);
+    EXPECT_NE(cl.find("barrier("), std::string::npos) << cl;
+    // The space's own account of shared memory is the kernel's: the config fits a device with
+    // exactly that much, and not one with a byte less.
+    for (int64_t less : {0, 1}) {
+        GpuLimits limits;
+        limits.shared_memory_bytes = k.shared_bytes - less;
+        const std::string message = broken(auto_gpu_space(op, shape, limits), j);
+        EXPECT_EQ(message.find("shared memory per block") != std::string::npos, less == 1)
+            << message;
+    }
+    expect_cuda_assembles(print_device_source(f.kernels, GpuApi::CUDA), "plain_matmul.cu");
+
+    std::string unavailable = opencl_unavailable();
+    if (!unavailable.empty()) GTEST_SKIP() << "no OpenCL device: " << unavailable;
+    apps::OperatorInstance run = op.make(shape);
+    space.apply(run, config);
+    run.bind_inputs();
+    BufferBase out = run.make_output();
+    CompiledPipeline compiled = run.pipeline().compile_jit(tune_target("host-opencl"));
+    ASSERT_EQ(compiled.run({out}), 0) << kiln_last_error_message();
+    out.copy_to_host();
+    EXPECT_LE(apps::max_relative_error(out, op.reference(run)), 1e-4);
 }
 
 // A short real tuning job of matmul on OpenCL (its buffers A, B and C exercise the device
