@@ -461,6 +461,22 @@ void expect_cuda_assembles(const std::string &cu, const std::string &file) {
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
+/// `op` at `shape` under `config` runs on the OpenCL device (PoCL here) and matches the
+/// reference within `tolerance`; skips the test, saying why, without an OpenCL device.
+void expect_matches_on_opencl(const apps::Operator &op, const std::vector<int64_t> &shape,
+                              const SearchSpace &space, const Config &config, double tolerance) {
+    std::string unavailable = opencl_unavailable();
+    if (!unavailable.empty()) GTEST_SKIP() << "no OpenCL device: " << unavailable;
+    apps::OperatorInstance run = op.make(shape);
+    space.apply(run, config);
+    run.bind_inputs();
+    BufferBase out = run.make_output();
+    CompiledPipeline compiled = run.pipeline().compile_jit(tune_target("host-opencl"));
+    ASSERT_EQ(compiled.run({out}), 0) << kiln_last_error_message();
+    out.copy_to_host();
+    EXPECT_LE(apps::max_relative_error(out, op.reference(run)), tolerance);
+}
+
 // The matmul template's vec = 4: whole-vector accesses in both dialects. The OpenCL kernel runs
 // (PoCL) and matches the reference; the CUDA source compiles with NVRTC for sm_90 and its PTX
 // assembles with ptxas (each skipped, saying why, where this machine lacks it).
@@ -505,16 +521,7 @@ TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
 
     expect_cuda_assembles(cu, "matmul_vec4.cu");
 
-    std::string unavailable = opencl_unavailable();
-    if (!unavailable.empty()) GTEST_SKIP() << "no OpenCL device: " << unavailable;
-    apps::OperatorInstance run = op.make(shape);
-    space.apply(run, config);
-    run.bind_inputs();
-    BufferBase out = run.make_output();
-    CompiledPipeline compiled = run.pipeline().compile_jit(tune_target("host-opencl"));
-    ASSERT_EQ(compiled.run({out}), 0) << kiln_last_error_message();
-    out.copy_to_host();
-    EXPECT_LE(apps::max_relative_error(out, op.reference(run)), op.tolerance);
+    expect_matches_on_opencl(op, shape, space, config, op.tolerance);
 }
 
 // A user's plain matmul (C(j, i) += A(k, i) * B(j, k), no stage of its own) in the automatic GPU
@@ -575,16 +582,7 @@ TEST(GPUTune, AutoGPUSpaceStagesAUsersMatmulInputsInSharedMemoryPerStep) {
     }
     expect_cuda_assembles(print_device_source(f.kernels, GpuApi::CUDA), "plain_matmul.cu");
 
-    std::string unavailable = opencl_unavailable();
-    if (!unavailable.empty()) GTEST_SKIP() << "no OpenCL device: " << unavailable;
-    apps::OperatorInstance run = op.make(shape);
-    space.apply(run, config);
-    run.bind_inputs();
-    BufferBase out = run.make_output();
-    CompiledPipeline compiled = run.pipeline().compile_jit(tune_target("host-opencl"));
-    ASSERT_EQ(compiled.run({out}), 0) << kiln_last_error_message();
-    out.copy_to_host();
-    EXPECT_LE(apps::max_relative_error(out, op.reference(run)), 1e-4);
+    expect_matches_on_opencl(op, shape, space, config, 1e-4);
 }
 
 // A short real tuning job of matmul on OpenCL (its buffers A, B and C exercise the device
