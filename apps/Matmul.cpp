@@ -47,7 +47,9 @@ OperatorInstance make_matmul(const std::vector<int64_t> &shape) {
 // over both tiles, so B's 256 x 64 block stays in cache and A is read once.
 // The GPU kernel (target.gpu != None), as knobs whose defaults are the hand schedule: a block
 // computes a tile_j x tile_i (64 x 64) tile of C, each thread an out_j x out_i (4 x 4) group of
-// outputs; prod, the block's tile of sums, lives in shared memory. The K loop steps by k_step
+// outputs; prod, the block's tile of sums, is computed per block in MemoryType::Register, so each
+// thread keeps its own out_j x out_i sums in registers (prod_registers, the default; unrolled
+// loops, so every index is a constant), or lives in shared memory. The K loop steps by k_step
 // (16); with b_shared (the default) the block's threads first copy the k_step x tile_j panel of B
 // (B_panel) into shared memory at each step, out_j values each, then each thread accumulates its
 // outputs over those values of k (else B is read from global memory). A has no stage of its own
@@ -67,6 +69,7 @@ void schedule_matmul_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
     const int k_step = int(ctx.knob("k_step", hand_first(16, powers_of_two(2, 64))));
     const bool b_shared = ctx.knob("b_shared", {1, 0}) != 0;
     const int vec = int(ctx.knob("vec", {1, 4}));
+    const bool prod_registers = ctx.knob("prod_registers", {1, 0}) != 0;
     const int64_t threads = ctx.gpu_max_threads_per_block(), shared = ctx.gpu_shared_memory_bytes();
     ctx.constraint("tile_j <= N and tile_i <= M",
                    tile_j <= std::max<int64_t>(N, 4) && tile_i <= std::max<int64_t>(M, hand_i));
@@ -77,7 +80,7 @@ void schedule_matmul_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
     if (b_shared) rows = std::max<int64_t>(rows, k_step);
     ctx.constraint("threads per block <= device limit (" + std::to_string(threads) + ")",
                    int64_t(tile_j / out_j) * rows <= threads);
-    int64_t bytes = int64_t(tile_j) * tile_i * 4;
+    int64_t bytes = prod_registers ? 0 : int64_t(tile_j) * tile_i * 4;
     if (b_shared) bytes += int64_t(tile_j) * k_step * 4;
     ctx.constraint("shared memory per block <= device limit (" + std::to_string(shared) + ")",
                    bytes <= shared);
@@ -96,6 +99,11 @@ void schedule_matmul_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
     auto vectorize = [&](Stage st) {
         if (vec > 1) st.vectorize(jv);
     };
+    // A thread's sums in registers: its loops over them unrolled.
+    auto unroll = [&](Stage st) {
+        if (!prod_registers) return;
+        st.unroll(jr).unroll(ir);
+    };
     C.tile(j, i, jo, io, ji, ii, tile_j, tile_i);
     Stage c_stage = columns(Stage(C.function(), 0), ji);
     c_stage.split(ii, it, ir, out_i);
@@ -105,7 +113,8 @@ void schedule_matmul_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
         c_stage.reorder(jr, ir, jt, it, jo, io);
     c_stage.gpu_blocks(jo, io).gpu_threads(jt, it);
     vectorize(c_stage);
-    prod.compute_at(C, jo).store_in(MemoryType::GPUShared);
+    unroll(c_stage);
+    prod.compute_at(C, jo).store_in(prod_registers ? MemoryType::Register : MemoryType::GPUShared);
     Stage pure = columns(Stage(prod.function(), 0), j);
     pure.split(i, it, ir, out_i);
     if (vec > 1)
@@ -114,6 +123,7 @@ void schedule_matmul_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
         pure.reorder(jr, ir, jt, it);
     pure.gpu_threads(jt, it);
     vectorize(pure);
+    unroll(pure);
     Stage update = prod.update(0);
     update.split(VarOrRVar("k.x", true), ko, ki, k_step);
     columns(update, j).split(i, it, ir, out_i);
@@ -123,6 +133,7 @@ void schedule_matmul_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
         update.reorder(ki, jr, ir, jt, it, ko);
     update.gpu_threads(jt, it);
     vectorize(update);
+    unroll(update);
     if (b_shared) {
         B_panel.compute_at(prod, ko).store_in(MemoryType::GPUShared);
         Stage copy = columns(Stage(B_panel.function(), 0), j);

@@ -135,11 +135,14 @@ struct GPUShape {
         std::string rvar;
         int64_t r_extent = 0;
         std::vector<StagedRead> staged;
+        /// The knob that keeps it in registers, a private part per thread ("registers"), instead
+        /// of shared memory; empty when it has none.
+        std::string registers_knob;
     };
     std::vector<Producer> producers;
     /// The output's reduction moved into an intermediate of sums (rfactor({})) computed per block
-    /// in shared memory: set when the output has one update, in place, over an RDom, and rfactor
-    /// accepts it.
+    /// (in shared memory, or in each thread's registers): set when the output has one update, in
+    /// place, over an RDom, and rfactor accepts it.
     std::optional<Producer> sums;
 };
 
@@ -306,6 +309,7 @@ GPUShape read_gpu_shape(const apps::OperatorInstance &inst,
             make().output.update(0).rfactor({});
             GPUShape::Producer sums;
             sums.name = s.out + "_sums";
+            sums.registers_knob = s.out + "_sums";
             sums.has_updates = true;
             sums.block_map = std::vector<DimMap>();
             for (size_t i = 0; i < s.dims.size() && i < 3; i++)
@@ -336,7 +340,8 @@ int64_t block_extent(const GPUShape::Producer &p, const ConfigView &c, int i) {
 /// Threads a producer computed per block uses, and the bytes of its shared memory, with the
 /// inputs its reduction stages per step.
 std::pair<int64_t, int64_t> block_cost(const GPUShape::Producer &p, const ConfigView &c) {
-    int64_t threads = 1, bytes = p.element_bytes;
+    const bool in_registers = !p.registers_knob.empty() && c.s(p.registers_knob) == "registers";
+    int64_t threads = 1, bytes = in_registers ? 0 : p.element_bytes;
     for (size_t i = 0; i < p.block_map->size(); i++) {
         int64_t extent = block_extent(p, c, int(i));
         bytes *= extent;
@@ -449,7 +454,7 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
         if (p.block_map) where.push_back("block");
         space.add_choice(p.name + "_at", where);
     }
-    if (s.sums) space.add_choice(s.out + "_sums", {"inplace", "block"});
+    if (s.sums) space.add_choice(s.out + "_sums", {"inplace", "block", "registers"});
 
     // The Funcs that may be computed per block (the output's sums among them), and whether a
     // config computes one so.
@@ -459,7 +464,7 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
     if (s.sums) per_block.push_back(*s.sums);
     const std::string sums_knob = s.out + "_sums";
     auto at_block = [sums_knob](const GPUShape::Producer &p, const ConfigView &c) {
-        return c.has(p.name + "_at") ? c.s(p.name + "_at") == "block" : c.s(sums_knob) == "block";
+        return c.has(p.name + "_at") ? c.s(p.name + "_at") == "block" : c.s(sums_knob) != "inplace";
     };
 
     // A per-block reduction steps through its largest RVar r_step values at a time; at each step
@@ -515,7 +520,8 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
         // The output's reduction in its intermediate of sums; the update left behind adds the
         // sums to the output in place.
         std::optional<Func> sums;
-        if (s.sums && c.s(s.out + "_sums") == "block") sums = f.update(0).rfactor({}, s.sums->name);
+        if (s.sums && c.s(s.out + "_sums") != "inplace")
+            sums = f.update(0).rfactor({}, s.sums->name);
         // The output's tiles stay inside it (ShiftInwards); its updates guard their tails.
         schedule_gpu_func(f, bx, by, ox, unroll, TailStrategy::Auto);
         const std::string block_loop = s.dims[0] + "_bo";
@@ -537,7 +543,11 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
         for (Func &p : blocks) {
             // Per block, in shared memory, a thread per point (out_x points along the output's
             // x), the updates' reductions serial inside the thread.
-            p.compute_at(f, V(block_loop)).store_in(MemoryType::GPUShared);
+            // The sums may instead stay in registers, each thread keeping its own points.
+            const bool in_registers =
+                sums && p.name() == sums->name() && c.s(s.out + "_sums") == "registers";
+            p.compute_at(f, V(block_loop))
+                .store_in(in_registers ? MemoryType::Register : MemoryType::GPUShared);
             const GPUShape::Producer &info =
                 *std::find_if(per_block.begin(), per_block.end(),
                               [&](const GPUShape::Producer &q) { return q.name == p.name(); });
@@ -549,6 +559,7 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
                     if ((*info.block_map)[i].out_dim == 0 && ox > 1) {
                         st.split(V(v), V(v + "_t"), V(v + "_r"), int(ox),
                                  TailStrategy::GuardWithIf);
+                        if (unroll) st.unroll(V(v + "_r"));
                         order.push_back(V(v + "_r"));
                         thread_dims.push_back(V(v + "_t"));
                     } else {

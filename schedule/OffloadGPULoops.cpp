@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "lang/Error.h"
@@ -12,6 +13,7 @@
 #include "lang/IRVisitor.h"
 #include "lang/Interval.h"
 #include "lang/Simplify.h"
+#include "schedule/GPURegisters.h"
 
 namespace kiln {
 
@@ -125,58 +127,6 @@ std::string c_identifier(const std::string &s) {
         out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
     if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
     return out;
-}
-
-/// e with + and - moved inside min and max (min(p, q) - b is min(p - b, q - b)), so that a
-/// guarded tile's extent min(loop_max, base + 31) - base becomes min(loop_max - base, 31).
-Expr distribute(const Expr &e) {
-    auto arms = [](const Expr &m, Expr *p, Expr *q) {
-        if (const Min *n = m.as<Min>()) {
-            *p = n->a;
-            *q = n->b;
-            return 1;
-        }
-        if (const Max *n = m.as<Max>()) {
-            *p = n->a;
-            *q = n->b;
-            return 2;
-        }
-        return 0;
-    };
-    auto make = [](int kind, const Expr &p, const Expr &q) {
-        return kind == 1 ? min(p, q) : max(p, q);
-    };
-    Expr p, q;
-    if (const Add *n = e.as<Add>()) {
-        Expr a = distribute(n->a), b = distribute(n->b);
-        if (int k = arms(a, &p, &q)) return make(k, distribute(p + b), distribute(q + b));
-        if (int k = arms(b, &p, &q)) return make(k, distribute(a + p), distribute(a + q));
-        return simplify(a + b);
-    }
-    if (const Sub *n = e.as<Sub>()) {
-        Expr a = distribute(n->a), b = distribute(n->b);
-        if (int k = arms(a, &p, &q)) return make(k, distribute(p - b), distribute(q - b));
-        if (int k = arms(b, &p, &q)) return make(3 - k, distribute(a - p), distribute(a - q));
-        return simplify(a - b);
-    }
-    if (const Min *n = e.as<Min>()) return min(distribute(n->a), distribute(n->b));
-    if (const Max *n = e.as<Max>()) return max(distribute(n->a), distribute(n->b));
-    return simplify(e);
-}
-
-/// A constant upper bound of e, if its min and max arms give one.
-std::optional<int64_t> constant_upper_bound(const Expr &e) {
-    if (std::optional<int64_t> c = as_const_int(e)) return c;
-    if (const Min *n = e.as<Min>()) {
-        std::optional<int64_t> a = constant_upper_bound(n->a), b = constant_upper_bound(n->b);
-        if (a && b) return std::min(*a, *b);
-        return a ? a : b;
-    }
-    if (const Max *n = e.as<Max>()) {
-        std::optional<int64_t> a = constant_upper_bound(n->a), b = constant_upper_bound(n->b);
-        if (a && b) return std::max(*a, *b);
-    }
-    return std::nullopt;
 }
 
 /// The C++ spelling of a memory type, as users write it in store_in().
@@ -330,6 +280,14 @@ public:
         return s;
     }
 
+    /// Wraps the lowered body (its block lets included) in a private array per thread for each
+    /// block-level allocation in MemoryType::Register.
+    Stmt add_registers(Stmt s) {
+        for (auto it = registers.rbegin(); it != registers.rend(); ++it)
+            s = lift_register_array(s, it->first, it->second, kernel, kernel_func);
+        return s;
+    }
+
     std::string kernel_func;
     std::vector<std::pair<std::string, Expr>> scope; ///< lets in scope, outermost first
 
@@ -343,6 +301,7 @@ private:
         int64_t elements, bytes;
     };
     std::vector<Shared> shared;
+    std::vector<std::pair<std::string, Type>> registers; ///< block-level, in MemoryType::Register
 
     /// e with every let in scope substituted, simplified.
     Expr fold(const Expr &e) const {
@@ -633,11 +592,17 @@ private:
     }
 
     Stmt shared_allocation(const Allocate *op) {
+        if (op->memory_type == MemoryType::Register) {
+            // Lifted into a private array per thread once the block's threads are known.
+            registers.emplace_back(op->name, op->type);
+            return block_level(op->body);
+        }
         if (op->memory_type != MemoryType::Auto && op->memory_type != MemoryType::GPUShared) {
             user_error("store_in(", memory_type_spelling(op->memory_type), "): '", op->name,
                        "' is stored at block level in the GPU kernel of '", kernel_func,
                        "', where the threads of a block share it; use MemoryType::GPUShared, "
-                       "or compute_at a gpu_threads loop for storage private to each thread");
+                       "MemoryType::Register (each thread keeps its own elements), or "
+                       "compute_at a gpu_threads loop for storage private to each thread");
         }
         int64_t elements = allocation_elements(op, "shared");
         int64_t bytes = elements * op->type.bytes() * op->type.lanes;
@@ -823,6 +788,7 @@ private:
         Stmt device = builder.lower_body(body);
         for (auto it = kernel_lets.rbegin(); it != kernel_lets.rend(); ++it)
             device = LetStmt::make(it->first, it->second, device);
+        device = builder.add_registers(simplify(device));
         device = builder.add_shared(device);
         device = simplify(device);
 

@@ -57,9 +57,10 @@ INSTANTIATE_TEST_SUITE_P(Apps, GPUHandSchedules,
                                          Case{"layernorm", {8, 200}}, Case{"layernorm", {7, 37}}),
                          case_name);
 
-// matmul's schedule lowers to one kernel with its shared tiles (every GPU rule of
-// schedule/OffloadGPULoops holds), and runs (below). Its buffers are named A, B and C, which the
-// device printer must rename (all-capitals names are reserved there).
+// matmul's schedule lowers to one kernel with its shared tile of B (every GPU rule of
+// schedule/OffloadGPULoops holds) and each thread's 4 x 4 sums in registers, and runs (below).
+// Its buffers are named A, B and C, which the device printer must rename (all-capitals names are
+// reserved there).
 TEST(GPUHandSchedules, MatmulLowersToOneKernelWithSharedTiles) {
     const Operator &op = find_operator("matmul");
     for (std::vector<int64_t> shape : {std::vector<int64_t>{64, 64, 64}, {37, 53, 29}}) {
@@ -71,8 +72,10 @@ TEST(GPUHandSchedules, MatmulLowersToOneKernelWithSharedTiles) {
         int tile = shape[0] == 64 ? 64 : 32;
         EXPECT_EQ(f.kernels[0].threads[0], tile / 4);
         EXPECT_EQ(f.kernels[0].threads[1], 16); // B_panel's K step of 16 rows
-        // prod's tile and B_panel's 16 x tile K step.
-        EXPECT_EQ(f.kernels[0].shared_bytes, (tile * tile + tile * 16) * 4);
+        // B_panel's 16 x tile K step; prod is no shared memory but 16 floats per thread.
+        EXPECT_EQ(f.kernels[0].shared_bytes, tile * 16 * 4);
+        const std::string cu = print_device_source(f.kernels, GpuApi::CUDA);
+        EXPECT_NE(cu.find("    float prod[16];"), std::string::npos) << cu;
     }
 }
 

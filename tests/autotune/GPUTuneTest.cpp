@@ -270,20 +270,22 @@ TEST(GPUTune, AutoGPUSpacePointsLowerToKernels) {
     struct Case {
         std::string op;
         std::vector<int64_t> shape;
-        std::string block_producer; ///< a Func the space may compute per block
+        std::string knob, value; ///< a choice some of the points must make
     };
-    std::vector<Case> cases = {{"blur", {66, 42}, "blur_x"},
-                               {"softmax", {4, 300}, ""},
-                               {"harris", {34, 18}, ""},
-                               {"matmul", {24, 40, 16}, ""},
-                               {"conv2d", {4, 16, 8, 16}, ""}};
+    std::vector<Case> cases = {{"blur", {66, 42}, "blur_x_at", "block"},
+                               {"softmax", {4, 300}, "", ""},
+                               {"harris", {34, 18}, "", ""},
+                               {"matmul", {24, 40, 16}, "", ""},
+                               {"conv2d", {4, 16, 8, 16}, "", ""},
+                               {"plain_matmul", {37, 53, 24}, "C_sums", "registers"}};
     GpuLimits limits;
     limits.max_threads_per_block = 512;
     for (const Case &c : cases) {
-        const apps::Operator &op = apps::find_operator(c.op);
+        const apps::Operator op =
+            c.op == "plain_matmul" ? autotune_test::plain_matmul() : apps::find_operator(c.op);
         SearchSpace space = auto_gpu_space(op, c.shape, limits);
         std::mt19937_64 rng(11);
-        int lowered = 0, with_block = 0;
+        int lowered = 0, with_choice = 0;
         for (int tries = 0; tries < 2000 && lowered < 40; tries++) {
             Config config = space.random(rng);
             if (!space.valid(config)) continue;
@@ -298,8 +300,7 @@ TEST(GPUTune, AutoGPUSpacePointsLowerToKernels) {
                 continue;
             }
             lowered++;
-            if (!c.block_producer.empty() && j.value(c.block_producer + "_at", "") == "block")
-                with_block++;
+            if (!c.knob.empty() && j.value(c.knob, "") == c.value) with_choice++;
             ASSERT_FALSE(f.kernels.empty()) << c.op << " " << j.dump();
             for (const DeviceKernel &k : f.kernels) {
                 EXPECT_LE(int64_t(k.threads[0]) * k.threads[1] * k.threads[2], 512)
@@ -308,8 +309,8 @@ TEST(GPUTune, AutoGPUSpacePointsLowerToKernels) {
             }
         }
         EXPECT_EQ(lowered, 40) << c.op;
-        if (!c.block_producer.empty()) {
-            EXPECT_GT(with_block, 0) << c.op;
+        if (!c.knob.empty()) {
+            EXPECT_GT(with_choice, 0) << c.op << ": no point with " << c.knob << " = " << c.value;
         }
     }
 }
@@ -388,7 +389,8 @@ TEST(GPUTune, GPUTemplatePointsLowerToKernels) {
           {"out_i", 4},
           {"k_step", 16},
           {"b_shared", 1},
-          {"vec", 1}}},
+          {"vec", 1},
+          {"prod_registers", 1}}},
         {"conv2d",
          {4, 16, 8, 16},
          {{"tile_x", 16}, {"tile_y", 8}, {"tile_co", 8}, {"unroll_co", 0}}},
@@ -492,7 +494,8 @@ TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
                                      {"out_i", 2},
                                      {"k_step", 8},
                                      {"b_shared", 1},
-                                     {"vec", 4}});
+                                     {"vec", 4},
+                                     {"prod_registers", 1}});
     ASSERT_TRUE(space.valid(config));
     try {
         space.from_json({{"tile_j", 32},
@@ -501,7 +504,8 @@ TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
                          {"out_i", 2},
                          {"k_step", 8},
                          {"b_shared", 1},
-                         {"vec", 4}});
+                         {"vec", 4},
+                         {"prod_registers", 1}});
         ADD_FAILURE() << "no error for out_j = 2 with vec = 4";
     } catch (const CompileError &e) {
         EXPECT_NE(std::string(e.what()).find(
@@ -585,6 +589,46 @@ TEST(GPUTune, AutoGPUSpaceStagesAUsersMatmulInputsInSharedMemoryPerStep) {
     expect_matches_on_opencl(op, shape, space, config, 1e-4);
 }
 
+// The same matmul with its sums in registers (C_sums = registers): the block-level intermediate
+// is lifted into a private array per thread, each thread keeping the out_x sums it alone
+// touches, so shared memory holds only the staged tiles, the sums are never stored to shared or
+// local memory, and the kernel still matches the reference on PoCL.
+TEST(GPUTune, AutoGPUSpaceKeepsAUsersMatmulSumsInRegisters) {
+    const apps::Operator op = autotune_test::plain_matmul();
+    const std::vector<int64_t> shape = {37, 53, 24}; // M, N, K
+    SearchSpace space = auto_gpu_space(op, shape);
+    Config config = space.from_json({{"block_x", 16},
+                                     {"block_y", 8},
+                                     {"out_x", 2},
+                                     {"unroll", true},
+                                     {"C_sums", "registers"},
+                                     {"C_sums_r_step", 8},
+                                     {"C_sums_stage_A", true},
+                                     {"C_sums_stage_B", true}});
+    ASSERT_TRUE(space.valid(config)) << space.violated(config);
+    apps::OperatorInstance inst = op.make(shape);
+    space.apply(inst, config);
+    LoweredFunc f = inst.pipeline().lower();
+    ASSERT_EQ(f.kernels.size(), 2u);
+    const DeviceKernel &k = f.kernels[1];
+    EXPECT_EQ(k.shared_bytes, (8 * 8 + 32 * 8) * 4); // A's and B's step tiles only
+    // Each thread's two sums: a private array of two floats, indexed by constants only.
+    const std::string cl = print_device_source(f.kernels, GpuApi::OpenCL);
+    const std::string cu = print_device_source(f.kernels, GpuApi::CUDA);
+    EXPECT_NE(cu.find("float C_sums[2];"), std::string::npos) << cu;
+    EXPECT_EQ(cu.find("__shared__ float C_sums"), std::string::npos) << cu;
+    EXPECT_NE(cl.find("float C_sums[2];"), std::string::npos) << cl;
+    std::string why;
+    if (nvrtc_available(&why)) {
+        // NVRTC keeps the sums in registers: no local memory at all.
+        std::string ptx = compile_cuda_to_ptx(cu, "sm_90", "registers.cu");
+        EXPECT_EQ(ptx.find(".local"), std::string::npos) << ptx;
+        EXPECT_NE(ptx.find("ld.shared.f32"), std::string::npos) << ptx;
+    }
+    expect_cuda_assembles(cu, "registers.cu");
+    expect_matches_on_opencl(op, shape, space, config, 1e-4);
+}
+
 // A short real tuning job of matmul on OpenCL (its buffers A, B and C exercise the device
 // printer's renaming of all-capitals names).
 TEST(GPUTune, Matmul64OnOpenCL) {
@@ -648,7 +692,8 @@ TEST(GPUTune, TheCostModelsFeaturesSeeInsideTheKernels) {
                                      {"out_i", 2},
                                      {"k_step", 8},
                                      {"b_shared", 1},
-                                     {"vec", 1}});
+                                     {"vec", 1},
+                                     {"prod_registers", 0}});
     ASSERT_TRUE(space.valid(config));
     apps::OperatorInstance inst = op.make(shape);
     space.apply(inst, config);

@@ -25,6 +25,7 @@ namespace kiln {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 template <typename T>
 void expect_near_buffer(const Buffer<T> &want, const Buffer<T> &got, double tolerance = 0) {
@@ -109,39 +110,100 @@ TEST_P(GPUPipeline, BlurWithASharedMemoryStageEqualsTheReference) {
     expect_valid_cuda(p);
 }
 
-TEST_P(GPUPipeline, MatmulWithSharedTilesAndSeveralOutputsPerThread) {
-    const int M = 37, N = 43, K = 29;
-    Buffer<float> A = pattern<float>({K, M}, "gpu_mm_A", 3);
-    Buffer<float> B = pattern<float>({N, K}, "gpu_mm_B", 5);
-    Var j("j"), i("i"), kk("kk");
-    RDom k(0, K, "k");
-    Func As("gpu_mm_As"), Bs("gpu_mm_Bs"), prod("gpu_mm_prod"), C("gpu_mm_C");
-    As(kk, i) = A(kk, i);
-    Bs(j, kk) = B(j, kk);
-    prod(j, i) = 0.f;
-    prod(j, i) += As(k, i) * Bs(j, k);
-    C(j, i) = prod(j, i);
-    Buffer<float> want = reference_realize(C, {N, M});
+/// The matmul of the GPU tests, 37 x 43 x 29 (no tile divides it): C(j, i) = prod(j, i), the
+/// sums over k of As(k, i) * Bs(j, k), As and Bs copies of A and B that a schedule may stage; and
+/// the reference evaluator's result.
+struct GpuMatmul {
+    explicit GpuMatmul(const std::string &prefix)
+        : A(pattern<float>({K, M}, prefix + "_A", 3)), B(pattern<float>({N, K}, prefix + "_B", 5)),
+          k(0, K, "k"), As(prefix + "_As"), Bs(prefix + "_Bs"), prod(prefix + "_prod"),
+          C(prefix + "_C") {
+        Var j("j"), i("i"), kk("kk");
+        As(kk, i) = A(kk, i);
+        Bs(j, kk) = B(j, kk);
+        prod(j, i) = 0.f;
+        prod(j, i) += As(k, i) * Bs(j, k);
+        C(j, i) = prod(j, i);
+        want = reference_realize(C, {N, M});
+    }
+    /// Stages the K step ko of A and B in shared memory (copied by all threads of the block),
+    /// then runs on `target` and compares C with the reference.
+    Pipeline stage_inputs_and_check(const RVar &ko, const Target &target) {
+        Var j("j"), i("i"), kk("kk");
+        As.compute_at(prod, ko).store_in(MemoryType::GPUShared).gpu_threads(kk, i);
+        Bs.compute_at(prod, ko).store_in(MemoryType::GPUShared).gpu_threads(j, kk);
+        Pipeline p(C);
+        Buffer<float> got = p.realize({N, M}, target);
+        expect_near_buffer(want, got, 1e-5);
+        return p;
+    }
+    static constexpr int M = 37, N = 43, K = 29;
+    Buffer<float> A, B;
+    RDom k;
+    Func As, Bs, prod, C;
+    Buffer<float> want;
+};
 
-    Var jo("jo"), io("io"), ji("ji"), ii("ii"), jt("jt"), it("it"), jr("jr"), ir("ir");
+TEST_P(GPUPipeline, MatmulWithSharedTilesAndSeveralOutputsPerThread) {
+    GpuMatmul mm("gpu_mm");
+    Var j("j"), i("i"), jo("jo"), io("io"), ji("ji"), ii("ii"), jt("jt"), it("it"), jr("jr"),
+        ir("ir");
     RVar ko("ko"), ki("ki");
     // A 16 x 16 output tile per block, 8 x 8 threads, 2 x 2 outputs per thread.
-    C.gpu_tile(j, i, jo, io, ji, ii, 16, 16);
-    prod.compute_at(C, jo).store_in(MemoryType::GPUShared);
-    prod.split(j, jt, jr, 2).split(i, it, ir, 2).reorder(jr, ir, jt, it).gpu_threads(jt, it);
-    prod.update(0)
-        .split(k, ko, ki, 8)
+    mm.C.gpu_tile(j, i, jo, io, ji, ii, 16, 16);
+    mm.prod.compute_at(mm.C, jo).store_in(MemoryType::GPUShared);
+    mm.prod.split(j, jt, jr, 2).split(i, it, ir, 2).reorder(jr, ir, jt, it).gpu_threads(jt, it);
+    mm.prod.update(0)
+        .split(mm.k, ko, ki, 8)
         .split(j, jt, jr, 2)
         .split(i, it, ir, 2)
         .reorder(ki, jr, ir, jt, it, ko)
         .gpu_threads(jt, it);
-    // The K step of A and B staged in shared memory by all threads of the block.
-    As.compute_at(prod, ko).store_in(MemoryType::GPUShared).gpu_threads(kk, i);
-    Bs.compute_at(prod, ko).store_in(MemoryType::GPUShared).gpu_threads(j, kk);
-    Pipeline p(C);
-    Buffer<float> got = p.realize({N, M}, target());
-    expect_near_buffer(want, got, 1e-5);
+    Pipeline p = mm.stage_inputs_and_check(ko, target());
     EXPECT_EQ(p.compile_jit(target()).lowered().kernels.size(), 1u);
+    expect_valid_cuda(p);
+}
+
+// The same matmul with the block's sums in registers: prod at block level in MemoryType::Register
+// is lifted into a private array per thread (its 2 x 2 sums, unrolled: four floats indexed by
+// constants), since every stage touches prod through the same thread tiles; shared memory holds
+// only the staged tiles of A and B.
+TEST_P(GPUPipeline, MatmulWithSumsInRegistersAndSharedTiles) {
+    GpuMatmul mm("gpu_rg");
+    Var j("j"), i("i"), jo("jo"), io("io"), ji("ji"), ii("ii"), jt("jt"), it("it"), jr("jr"),
+        ir("ir");
+    RVar ko("ko"), ki("ki");
+    // A 16 x 16 output tile per block, 8 x 8 threads, 2 x 2 outputs per thread in every stage.
+    mm.C.tile(j, i, jo, io, ji, ii, 16, 16)
+        .split(ji, jt, jr, 2)
+        .split(ii, it, ir, 2)
+        .reorder(jr, ir, jt, it, jo, io)
+        .unroll(jr)
+        .unroll(ir)
+        .gpu_blocks(jo, io)
+        .gpu_threads(jt, it);
+    mm.prod.compute_at(mm.C, jo).store_in(MemoryType::Register);
+    mm.prod.split(j, jt, jr, 2)
+        .split(i, it, ir, 2)
+        .reorder(jr, ir, jt, it)
+        .unroll(jr)
+        .unroll(ir)
+        .gpu_threads(jt, it);
+    mm.prod.update(0)
+        .split(mm.k, ko, ki, 8)
+        .split(j, jt, jr, 2)
+        .split(i, it, ir, 2)
+        .reorder(jr, ir, ki, jt, it, ko)
+        .unroll(jr)
+        .unroll(ir)
+        .gpu_threads(jt, it);
+    Pipeline p = mm.stage_inputs_and_check(ko, target());
+    CompiledPipeline c = p.compile_jit(target());
+    ASSERT_EQ(c.lowered().kernels.size(), 1u);
+    EXPECT_EQ(c.lowered().kernels[0].shared_bytes, (8 * 16 + 16 * 8) * 4);
+    EXPECT_THAT(c.device_source(), HasSubstr("float gpu_rg_prod[4];"));
+    EXPECT_THAT(c.device_source(), Not(HasSubstr("local float gpu_rg_prod")));
+    EXPECT_THAT(c.device_source(), Not(HasSubstr("__shared__ float gpu_rg_prod")));
     expect_valid_cuda(p);
 }
 
@@ -579,16 +641,34 @@ TEST(GPUScheduleErrors, SharedMemoryOutsideAKernel) {
                           "GPU kernel"));
 }
 
+// Register storage at block level is private to each thread: every thread must touch only its
+// own elements, through the same thread strides in every stage. g's thread x reads p(x) and
+// p(x + 1).
 TEST(GPUScheduleErrors, RegisterStorageAtBlockLevel) {
-    Func p("gpu_err_reg_p"), g("gpu_err_reg_g");
-    Var x("x"), xo("xo"), xi("xi");
-    p(x) = x * 2;
-    g(x) = p(x) + p(x + 1);
-    g.gpu_tile(x, xo, xi, 8);
-    p.compute_at(g, xo).store_in(MemoryType::Register);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
-                HasSubstr("store_in(Register): 'gpu_err_reg_p' is stored at block level in the "
-                          "GPU kernel of 'gpu_err_reg_g'"));
+    auto error_of = [](const std::string &name, bool p_on_threads) {
+        Func p(name + "_p"), g(name + "_g");
+        Var x("x"), xo("xo"), xi("xi");
+        p(x) = x * 2;
+        g(x) = p(x) + p(x + 1);
+        g.gpu_tile(x, xo, xi, 8);
+        p.compute_at(g, xo).store_in(MemoryType::Register);
+        if (p_on_threads) p.gpu_threads(x);
+        return compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); });
+    };
+    const std::string rule = "is stored at block level in the GPU kernel of '";
+    const std::string own = "', where each thread keeps the elements it touches in its own "
+                            "registers, but ";
+    // p written by thread 0 alone (no thread loop), read by every thread.
+    const std::string one = error_of("gpu_err_reg", false);
+    EXPECT_THAT(one, HasSubstr("store_in(Register): 'gpu_err_reg_p' " + rule + "gpu_err_reg_g" +
+                               own + "the part of its index"));
+    EXPECT_THAT(one, HasSubstr("that one thread moves through"));
+    // p on threads: thread t reads what thread t + 1 writes.
+    const std::string two = error_of("gpu_err_regs", true);
+    EXPECT_THAT(two, HasSubstr("store_in(Register): 'gpu_err_regs_p' " + rule + "gpu_err_regs_g" +
+                               own + "two threads of the block touch its element 1"));
+    EXPECT_THAT(two, HasSubstr("compute it at a gpu_threads loop, or store it in "
+                               "MemoryType::GPUShared"));
 }
 
 TEST(GPUScheduleErrors, SharedStorageInsideAThreadLoop) {
