@@ -2,15 +2,17 @@
 // structure of any operator's pipeline, as auto_space derives CPU ones.
 //
 // The output: gpu_tile of its two innermost pure dimensions (block_x x block_y threads, a third
-// dimension as a block dimension, more as host loops), each thread computing out_x outputs along
-// x (an inner serial loop, optionally unrolled). Its updates that keep the pure variables in place
-// are tiled the same way with their reduction loops serial inside the thread; other updates run
-// on one GPU thread. Every other Func of the pipeline is inlined (pure Funcs only), computed at
-// root as kernels of its own (tiled like the output, tails guarded), or, where its region per
-// block is known from the algorithm (it is called only by the output, at its pure variables plus
-// constants), computed per block into GPU shared memory by the block's threads. The output's own
-// reduction (one update in place over an RDom) may move into an intermediate of sums
-// (rfactor({})) computed per block the same way. A per-block reduction may step through its
+// dimension as a block dimension, more as host loops), each thread computing out_x by out_y
+// outputs along x and y (inner serial loops, optionally unrolled). Its updates that keep the pure
+// variables in place are tiled the same way with their reduction loops serial inside the thread;
+// other updates run on one GPU thread. Every other Func of the pipeline is inlined (pure Funcs
+// only), computed at root as kernels of its own (tiled like the output, tails guarded), or, where
+// its region per block is known from the algorithm (it is called only by the output, at its pure
+// variables plus constants), computed per block into GPU shared memory by the block's threads. The
+// output's own reduction (one update in place over an RDom) may move into an intermediate of sums
+// (rfactor({})) computed per block the same way, in shared memory or in each thread's registers
+// (MemoryType::Register at block level: a thread's out_x by out_y sums, the reduction outside
+// them). A per-block reduction may step through its
 // largest RVar r_step values at a time, the steps outside the threads; at each step the block's
 // threads may copy what the step reads of an input (an image or a Func, through an in() wrapper)
 // into shared memory before they accumulate from it: the blocks, threads and shared-memory
@@ -327,7 +329,7 @@ GPUShape read_gpu_shape(const apps::OperatorInstance &inst,
 /// The extent of output dimension j in one block's tile.
 int64_t tile_extent(const ConfigView &c, int j) {
     if (j == 0) return c.i("block_x") * c.i("out_x");
-    if (j == 1 && c.has("block_y")) return c.i("block_y");
+    if (j == 1 && c.has("block_y")) return c.i("block_y") * c.i("out_y");
     return 1;
 }
 
@@ -345,7 +347,9 @@ std::pair<int64_t, int64_t> block_cost(const GPUShape::Producer &p, const Config
     for (size_t i = 0; i < p.block_map->size(); i++) {
         int64_t extent = block_extent(p, c, int(i));
         bytes *= extent;
-        if ((*p.block_map)[i].out_dim == 0) extent = (extent + c.i("out_x") - 1) / c.i("out_x");
+        const int out_dim = (*p.block_map)[i].out_dim;
+        if (out_dim == 0) extent = (extent + c.i("out_x") - 1) / c.i("out_x");
+        if (out_dim == 1) extent = (extent + c.i("out_y") - 1) / c.i("out_y");
         threads *= extent;
     }
     const int64_t step = p.rvar.empty() ? 1 : c.i(p.name + "_r_step");
@@ -364,11 +368,11 @@ std::pair<int64_t, int64_t> block_cost(const GPUShape::Producer &p, const Config
 }
 
 /// Tiles a stage over its pure dimensions `dims` for the GPU: x by block_x (x out_x serial
-/// outputs per thread), y by block_y, a third dimension as a block dimension, the rest as host
-/// loops; `inner` are loops kept innermost and serial (an update's RVars).
+/// outputs per thread), y by block_y (x out_y), a third dimension as a block dimension, the rest
+/// as host loops; `inner` are loops kept innermost and serial (an update's RVars).
 void gpu_tile_stage(Stage st, const std::vector<std::string> &dims,
                     const std::vector<VarOrRVar> &inner, int64_t bx, int64_t by, int64_t ox,
-                    bool unroll, TailStrategy tail) {
+                    int64_t oy, bool unroll, TailStrategy tail) {
     const int d = int(dims.size());
     const std::string &x = dims[0];
     std::string xo = x + "_bo", xt = x + "_t", xr = x + "_r";
@@ -377,10 +381,14 @@ void gpu_tile_stage(Stage st, const std::vector<std::string> &dims,
     std::vector<VarOrRVar> order = inner;
     if (ox > 1) order.push_back(V(xr));
     order.push_back(V(xt));
-    std::string yo, yt;
+    std::string yo, yt, yr;
     if (d > 1) {
-        yo = dims[1] + "_bo", yt = dims[1] + "_t";
-        st.split(V(dims[1]), V(yo), V(yt), int(by), tail);
+        yo = dims[1] + "_bo", yt = dims[1] + "_t", yr = dims[1] + "_r";
+        st.split(V(dims[1]), V(yo), V(yt), int(by * oy), tail);
+        if (oy > 1) {
+            st.split(V(yt), V(yt), V(yr), int(oy), tail);
+            order.insert(order.end() - 1, V(yr)); // inside xt, outside xr
+        }
         order.push_back(V(yt));
     }
     order.push_back(V(xo));
@@ -394,6 +402,7 @@ void gpu_tile_stage(Stage st, const std::vector<std::string> &dims,
     if (d == 1) st.gpu_threads(V(xt));
     if (d > 1) st.gpu_threads(V(xt), V(yt));
     if (ox > 1 && unroll) st.unroll(V(xr));
+    if (d > 1 && oy > 1 && unroll) st.unroll(V(yr));
 }
 
 std::vector<VarOrRVar> rvars_of(const Func &f, int u) {
@@ -408,7 +417,7 @@ std::vector<VarOrRVar> rvars_of(const Func &f, int u) {
 
 /// A Func (pure definition and updates) as kernels of its own: tiled where its updates keep the
 /// pure variables in place, on one GPU thread where they do not (or it has no dimensions).
-void schedule_gpu_func(const Func &f, int64_t bx, int64_t by, int64_t ox, bool unroll,
+void schedule_gpu_func(const Func &f, int64_t bx, int64_t by, int64_t ox, int64_t oy, bool unroll,
                        TailStrategy tail) {
     if (f.dimensions() == 0) {
         Stage(f.function(), 0).gpu_single_thread();
@@ -416,11 +425,11 @@ void schedule_gpu_func(const Func &f, int64_t bx, int64_t by, int64_t ox, bool u
             f.update(u).gpu_single_thread();
         return;
     }
-    gpu_tile_stage(Stage(f.function(), 0), f.args(), {}, bx, by, ox, unroll, tail);
+    gpu_tile_stage(Stage(f.function(), 0), f.args(), {}, bx, by, ox, oy, unroll, tail);
     std::vector<bool> in_place = updates_in_place(f);
     for (int u = 0; u < f.num_updates(); u++) {
         if (in_place[size_t(u)])
-            gpu_tile_stage(f.update(u), f.args(), rvars_of(f, u), bx, by, ox, unroll,
+            gpu_tile_stage(f.update(u), f.args(), rvars_of(f, u), bx, by, ox, oy, unroll,
                            TailStrategy::GuardWithIf);
         else
             f.update(u).gpu_single_thread();
@@ -446,6 +455,7 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
         space.add_powers_of_two("block_y", 1,
                                 std::max<int64_t>(1, std::min(int64_t(64), floor_pow2(ext_y))));
     space.add_integers("out_x", {1, 2, 4});
+    if (d > 1) space.add_integers("out_y", {1, 2, 4});
     space.add_bool("unroll");
     for (const GPUShape::Producer &p : s.producers) {
         std::vector<std::string> where;
@@ -493,8 +503,13 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
     space.add_constraint("block_x * out_x <= output extent of x", [ext_x](const ConfigView &c) {
         return c.i("block_x") * c.i("out_x") <= ext_x;
     });
-    space.add_constraint("unroll needs out_x > 1",
-                         [](const ConfigView &c) { return !c.b("unroll") || c.i("out_x") > 1; });
+    if (d > 1)
+        space.add_constraint("block_y * out_y <= output extent of y", [ext_y](const ConfigView &c) {
+            return c.i("block_y") * c.i("out_y") <= ext_y;
+        });
+    space.add_constraint("unroll needs out_x > 1 or out_y > 1", [](const ConfigView &c) {
+        return !c.b("unroll") || c.i("out_x") > 1 || (c.has("out_y") && c.i("out_y") > 1);
+    });
     space.add_constraint("threads per block <= device limit (" + std::to_string(threads) + ")",
                          [threads, per_block, at_block](const ConfigView &c) {
                              int64_t n = c.i("block_x") * (c.has("block_y") ? c.i("block_y") : 1);
@@ -515,7 +530,7 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
     space.set_apply([s, per_block](apps::OperatorInstance &inst, const ConfigView &c) {
         Func f = inst.output;
         int64_t bx = c.i("block_x"), by = c.has("block_y") ? c.i("block_y") : 1;
-        int64_t ox = c.i("out_x");
+        int64_t ox = c.i("out_x"), oy = c.has("out_y") ? c.i("out_y") : 1;
         bool unroll = c.b("unroll");
         // The output's reduction in its intermediate of sums; the update left behind adds the
         // sums to the output in place.
@@ -523,7 +538,7 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
         if (s.sums && c.s(s.out + "_sums") != "inplace")
             sums = f.update(0).rfactor({}, s.sums->name);
         // The output's tiles stay inside it (ShiftInwards); its updates guard their tails.
-        schedule_gpu_func(f, bx, by, ox, unroll, TailStrategy::Auto);
+        schedule_gpu_func(f, bx, by, ox, oy, unroll, TailStrategy::Auto);
         const std::string block_loop = s.dims[0] + "_bo";
         std::vector<Func> blocks;
         for (const Func &pf : inst.stages) {
@@ -534,16 +549,18 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
             if (where == "root") {
                 p.compute_root();
                 // Its region is not known here: tails are guarded.
-                schedule_gpu_func(p, bx, by, 1, false, TailStrategy::GuardWithIf);
+                schedule_gpu_func(p, bx, by, 1, 1, false, TailStrategy::GuardWithIf);
                 continue;
             }
             blocks.push_back(p);
         }
         if (sums) blocks.push_back(*sums);
         for (Func &p : blocks) {
-            // Per block, in shared memory, a thread per point (out_x points along the output's
-            // x), the updates' reductions serial inside the thread.
-            // The sums may instead stay in registers, each thread keeping its own points.
+            // Per block, in shared memory, a thread per point (out_x by out_y points of the
+            // output's x and y), the updates' reductions serial inside the thread. The sums may
+            // instead stay in registers, each thread keeping its own points; their reduction
+            // then runs outside the thread's points (each value read from the staged inputs
+            // serves a row or column of them).
             const bool in_registers =
                 sums && p.name() == sums->name() && c.s(s.out + "_sums") == "registers";
             p.compute_at(f, V(block_loop))
@@ -553,19 +570,23 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
                               [&](const GPUShape::Producer &q) { return q.name == p.name(); });
             auto threads_of = [&](Stage st, std::vector<VarOrRVar> order,
                                   const std::optional<VarOrRVar> &outer) {
-                std::vector<VarOrRVar> thread_dims;
+                std::vector<VarOrRVar> thread_dims, points;
                 for (size_t i = 0; i < info.block_map->size(); i++) {
                     const std::string &v = p.args()[i];
-                    if ((*info.block_map)[i].out_dim == 0 && ox > 1) {
-                        st.split(V(v), V(v + "_t"), V(v + "_r"), int(ox),
+                    const int out_dim = (*info.block_map)[i].out_dim;
+                    const int64_t per_thread = out_dim == 0 ? ox : out_dim == 1 ? oy : 1;
+                    if (per_thread > 1) {
+                        st.split(V(v), V(v + "_t"), V(v + "_r"), int(per_thread),
                                  TailStrategy::GuardWithIf);
                         if (unroll) st.unroll(V(v + "_r"));
-                        order.push_back(V(v + "_r"));
+                        points.push_back(V(v + "_r"));
                         thread_dims.push_back(V(v + "_t"));
                     } else {
                         thread_dims.push_back(V(v));
                     }
                 }
+                order.insert(in_registers ? order.begin() : order.end(), points.begin(),
+                             points.end());
                 for (const VarOrRVar &t : thread_dims)
                     order.push_back(t);
                 if (outer) order.push_back(*outer);

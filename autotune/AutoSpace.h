@@ -23,12 +23,13 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                        const Target &target);
 
 /// The automatic GPU space of one instance of an operator: the output tiled over blocks and
-/// threads (block_x, block_y, out_x outputs per thread, unroll), each other Func inlined, computed
-/// at root as its own kernels, or computed per block into shared memory where its region per
-/// block follows from the algorithm; the output's reduction optionally in an intermediate of
-/// sums per block (rfactor({})); a per-block reduction stepped r_step values at a time with the
-/// inputs of each step staged in shared memory (in() wrappers); every point within `limits` (and
-/// kiln's portable 1024 threads, 48 KiB). Raises CompileError when the output has no dimensions.
+/// threads (block_x, block_y, out_x by out_y outputs per thread, unroll), each other Func inlined,
+/// computed at root as its own kernels, or computed per block into shared memory where its region
+/// per block follows from the algorithm; the output's reduction optionally in an intermediate of
+/// sums per block (rfactor({})) in shared memory or in each thread's registers; a per-block
+/// reduction stepped r_step values at a time with the inputs of each step staged in shared memory
+/// (in() wrappers); every point within `limits` (and kiln's portable 1024 threads, 48 KiB). Raises
+/// CompileError when the output has no dimensions.
 SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> &shape,
                            const GpuLimits &limits = {});
 

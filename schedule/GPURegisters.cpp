@@ -98,7 +98,15 @@ public:
 protected:
     using IRMutator::visit;
     Stmt visit(const LetStmt *op) override {
-        lets.emplace_back(op->name, op->value);
+        // The array's own extents (which its strides multiply) at their full tile's constant:
+        // the threads' layout, made anew, then has constant strides in every stage, and stays
+        // one to one on the coordinates of a clipped tile.
+        Expr value = op->value;
+        if (op->name.rfind(name + ".extent.", 0) == 0) {
+            if (std::optional<int64_t> k = constant_upper_bound(distribute(fold(value))))
+                value = Expr(int(*k));
+        }
+        lets.emplace_back(op->name, value);
         Stmt body = mutate(op->body);
         lets.pop_back();
         return LetStmt::make(op->name, op->value, body);
@@ -179,7 +187,26 @@ private:
         Expr r = e;
         for (auto it = lets.rbegin(); it != lets.rend(); ++it)
             r = substitute(it->first, it->second, r);
-        return simplify(r);
+        return simplify(expand(simplify(r)));
+    }
+
+    /// e with products by constants spread over sums ((a + b) * 4 is a * 4 + b * 4), so the
+    /// thread ids' terms of a 2-D tile's index stand apart.
+    static Expr expand(const Expr &e) {
+        class Expand : public IRMutator {
+        public:
+            using IRMutator::visit;
+            Expr visit(const Mul *op) override {
+                Expr a = mutate(op->a), b = mutate(op->b);
+                if (!is_const(b)) std::swap(a, b);
+                if (is_const(b)) {
+                    if (const Add *s = a.as<Add>()) return mutate(s->a * b) + mutate(s->b * b);
+                    if (const Sub *s = a.as<Sub>()) return mutate(s->a * b) - mutate(s->b * b);
+                }
+                return a * b;
+            }
+        } expand;
+        return expand.mutate(e);
     }
 
     [[noreturn]] void fail(const std::string &why) const {

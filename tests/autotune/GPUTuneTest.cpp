@@ -538,9 +538,9 @@ TEST(GPUTune, AutoGPUSpaceStagesAUsersMatmulInputsInSharedMemoryPerStep) {
     const apps::Operator op = autotune_test::plain_matmul();
     const std::vector<int64_t> shape = {37, 53, 24}; // M, N, K
     SearchSpace space = auto_gpu_space(op, shape);
-    nlohmann::json j = {{"block_x", 16},          {"block_y", 8},          {"out_x", 2},
-                        {"unroll", true},         {"C_sums", "block"},     {"C_sums_r_step", 8},
-                        {"C_sums_stage_A", true}, {"C_sums_stage_B", true}};
+    nlohmann::json j = {{"block_x", 16},      {"block_y", 8},           {"out_x", 2},
+                        {"out_y", 1},         {"unroll", true},         {"C_sums", "block"},
+                        {"C_sums_r_step", 8}, {"C_sums_stage_A", true}, {"C_sums_stage_B", true}};
     Config config = space.from_json(j);
     ASSERT_TRUE(space.valid(config)) << space.violated(config);
     // Staging needs a step; a step needs the sums per block. from_json names the constraint.
@@ -589,17 +589,19 @@ TEST(GPUTune, AutoGPUSpaceStagesAUsersMatmulInputsInSharedMemoryPerStep) {
     expect_matches_on_opencl(op, shape, space, config, 1e-4);
 }
 
-// The same matmul with its sums in registers (C_sums = registers): the block-level intermediate
-// is lifted into a private array per thread, each thread keeping the out_x sums it alone
-// touches, so shared memory holds only the staged tiles, the sums are never stored to shared or
-// local memory, and the kernel still matches the reference on PoCL.
+// The same matmul with its sums in registers (C_sums = registers) and a 4 x 4 tile of them per
+// thread: the block-level intermediate is lifted into a private array per thread, each thread
+// keeping the 16 sums it alone touches, so shared memory holds only the staged tiles, the sums
+// are never stored to shared or local memory, and the kernel still matches the reference on
+// PoCL at a shape no tile divides.
 TEST(GPUTune, AutoGPUSpaceKeepsAUsersMatmulSumsInRegisters) {
     const apps::Operator op = autotune_test::plain_matmul();
     const std::vector<int64_t> shape = {37, 53, 24}; // M, N, K
     SearchSpace space = auto_gpu_space(op, shape);
-    Config config = space.from_json({{"block_x", 16},
-                                     {"block_y", 8},
-                                     {"out_x", 2},
+    Config config = space.from_json({{"block_x", 8},
+                                     {"block_y", 4},
+                                     {"out_x", 4},
+                                     {"out_y", 4},
                                      {"unroll", true},
                                      {"C_sums", "registers"},
                                      {"C_sums_r_step", 8},
@@ -611,13 +613,16 @@ TEST(GPUTune, AutoGPUSpaceKeepsAUsersMatmulSumsInRegisters) {
     LoweredFunc f = inst.pipeline().lower();
     ASSERT_EQ(f.kernels.size(), 2u);
     const DeviceKernel &k = f.kernels[1];
-    EXPECT_EQ(k.shared_bytes, (8 * 8 + 32 * 8) * 4); // A's and B's step tiles only
-    // Each thread's two sums: a private array of two floats, indexed by constants only.
+    EXPECT_EQ(k.threads[0], 8);
+    EXPECT_EQ(k.threads[1], 4);
+    // A's step: 8 values of k by the tile's 16 rows; B's: its 32 columns by 8 values of k.
+    EXPECT_EQ(k.shared_bytes, (8 * 16 + 32 * 8) * 4);
+    // Each thread's 16 sums: a private array indexed by constants only.
     const std::string cl = print_device_source(f.kernels, GpuApi::OpenCL);
     const std::string cu = print_device_source(f.kernels, GpuApi::CUDA);
-    EXPECT_NE(cu.find("float C_sums[2];"), std::string::npos) << cu;
+    EXPECT_NE(cu.find("float C_sums[16];"), std::string::npos) << cu;
     EXPECT_EQ(cu.find("__shared__ float C_sums"), std::string::npos) << cu;
-    EXPECT_NE(cl.find("float C_sums[2];"), std::string::npos) << cl;
+    EXPECT_NE(cl.find("float C_sums[16];"), std::string::npos) << cl;
     std::string why;
     if (nvrtc_available(&why)) {
         // NVRTC keeps the sums in registers: no local memory at all.
@@ -627,6 +632,33 @@ TEST(GPUTune, AutoGPUSpaceKeepsAUsersMatmulSumsInRegisters) {
     }
     expect_cuda_assembles(cu, "registers.cu");
     expect_matches_on_opencl(op, shape, space, config, 1e-4);
+}
+
+// Random points of the automatic GPU space with the sums in registers (any block shape, points
+// per thread, step and staging) compute what the reference computes, on PoCL, at a shape none
+// of their tiles divides: lifting a block's sums into each thread's registers never changes a
+// result.
+TEST(GPUTune, AutoGPUSpaceRegisterTilesMatchTheReferenceOnOpenCL) {
+    REQUIRE_OPENCL();
+    const apps::Operator op = autotune_test::plain_matmul();
+    const std::vector<int64_t> shape = {29, 45, 20}; // M, N, K
+    SearchSpace space = auto_gpu_space(op, shape);
+    std::mt19937_64 rng(5);
+    int ran = 0;
+    for (int tries = 0; tries < 4000 && ran < 6; tries++) {
+        Config config = space.random(rng);
+        nlohmann::json j = space.to_json(config);
+        j["C_sums"] = "registers";
+        try {
+            config = space.from_json(j);
+        } catch (const CompileError &) {
+            continue; // breaks a constraint
+        }
+        SCOPED_TRACE(j.dump());
+        expect_matches_on_opencl(op, shape, space, config, 1e-4);
+        ran++;
+    }
+    EXPECT_EQ(ran, 6);
 }
 
 // A short real tuning job of matmul on OpenCL (its buffers A, B and C exercise the device
