@@ -14,8 +14,10 @@
 //    stores (and ends every serial loop body that stores), so shared memory written by one stage
 //    is complete before any other stage (or the next iteration) touches it;
 //  - allocations at block level live in shared memory (MemoryType Auto or GPUShared), lifted to
-//    the top of the kernel with a constant size; allocations inside thread loops are
-//    thread-private arrays of constant size;
+//    the top of the kernel with a constant size; in MemoryType::Register they are lifted into a
+//    private array per thread, each thread keeping the elements it alone touches
+//    (schedule/GPURegisters.h); allocations inside thread loops are thread-private arrays of
+//    constant size;
 //  - in the host code, replaces the loop nest by copies to the device (inputs whose device copy is
 //    stale, device allocations for outputs), a gpu_launch intrinsic and device-dirty marks; host
 //    statements that touch a buffer some kernel touches first copy it back (when the device copy
@@ -31,7 +33,8 @@
 // outside block loops, more than 3 block or thread dimensions, GPU loops inside parallel or
 // vectorized loops, parallel loops inside kernels, non-constant thread extents or kernel-local
 // allocation sizes, more than 1024 threads or 48 KiB of shared memory per block (CUDA's portable
-// limits, which PoCL's larger ones would hide), and shared memory outside kernels.
+// limits, which PoCL's larger ones would hide), shared memory outside kernels, and register
+// storage at block level whose elements are not each touched by one thread.
 #pragma once
 
 #include <vector>
