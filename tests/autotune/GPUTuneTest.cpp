@@ -528,6 +528,20 @@ TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
     expect_matches_on_opencl(op, shape, space, config, op.tolerance);
 }
 
+// Applies `config` of the automatic GPU space to a fresh plain matmul at `shape` and lowers it
+// into *f: C's zeros, then the kernel of the sums adding them to C, whose block is threads_x x
+// threads_y.
+void lower_matmul_sums_kernel(const apps::Operator &op, const std::vector<int64_t> &shape,
+                              const SearchSpace &space, const Config &config, int threads_x,
+                              int threads_y, LoweredFunc *f) {
+    apps::OperatorInstance inst = op.make(shape);
+    space.apply(inst, config);
+    *f = inst.pipeline().lower();
+    ASSERT_EQ(f->kernels.size(), 2u);
+    EXPECT_EQ(f->kernels[1].threads[0], threads_x);
+    EXPECT_EQ(f->kernels[1].threads[1], threads_y);
+}
+
 // A user's plain matmul (C(j, i) += A(k, i) * B(j, k), no stage of its own) in the automatic GPU
 // space: its reduction moves into an intermediate of sums per block in shared memory, stepped 8
 // values of k at a time, and at each step the block's threads stage A's and B's tiles in shared
@@ -563,14 +577,9 @@ TEST(GPUTune, AutoGPUSpaceStagesAUsersMatmulInputsInSharedMemoryPerStep) {
               std::string::npos)
         << broken(space, in_place);
 
-    apps::OperatorInstance inst = op.make(shape);
-    space.apply(inst, config);
-    LoweredFunc f = inst.pipeline().lower();
-    // C's zeros, then the kernel of the sums (per block) adding them to C.
-    ASSERT_EQ(f.kernels.size(), 2u);
+    LoweredFunc f;
+    ASSERT_NO_FATAL_FAILURE(lower_matmul_sums_kernel(op, shape, space, config, 16, 8, &f));
     const DeviceKernel &k = f.kernels[1];
-    EXPECT_EQ(k.threads[0], 16);
-    EXPECT_EQ(k.threads[1], 8);
     // Sums 32 x 8, A's step 8 (k) x 8 (rows), B's step 32 (columns) x 8 (k), four bytes each.
     EXPECT_EQ(k.shared_bytes, (32 * 8 + 8 * 8 + 32 * 8) * 4);
     const std::string cl = print_device_source(f.kernels, GpuApi::OpenCL);
@@ -608,13 +617,9 @@ TEST(GPUTune, AutoGPUSpaceKeepsAUsersMatmulSumsInRegisters) {
                                      {"C_sums_stage_A", true},
                                      {"C_sums_stage_B", true}});
     ASSERT_TRUE(space.valid(config)) << space.violated(config);
-    apps::OperatorInstance inst = op.make(shape);
-    space.apply(inst, config);
-    LoweredFunc f = inst.pipeline().lower();
-    ASSERT_EQ(f.kernels.size(), 2u);
+    LoweredFunc f;
+    ASSERT_NO_FATAL_FAILURE(lower_matmul_sums_kernel(op, shape, space, config, 8, 4, &f));
     const DeviceKernel &k = f.kernels[1];
-    EXPECT_EQ(k.threads[0], 8);
-    EXPECT_EQ(k.threads[1], 4);
     // A's step: 8 values of k by the tile's 16 rows; B's: its 32 columns by 8 values of k.
     EXPECT_EQ(k.shared_bytes, (8 * 16 + 32 * 8) * 4);
     // Each thread's 16 sums: a private array indexed by constants only.

@@ -644,16 +644,25 @@ TEST(GPUScheduleErrors, SharedMemoryOutsideAKernel) {
 // Register storage at block level is private to each thread: every thread must touch only its
 // own elements, through the same thread strides in every stage. g's thread x reads p(x) and
 // p(x + 1).
+/// The CompileError of g(x) = read(p, x) in blocks of 8 threads, with p(x) = x * 2 computed per
+/// block in MemoryType::Register (on the threads when p_on_threads); the Funcs are named
+/// <name>_p and <name>_g.
+std::string block_register_error(const std::string &name,
+                                 const std::function<Expr(Func, Var)> &read, bool p_on_threads) {
+    Func p(name + "_p"), g(name + "_g");
+    Var x("x"), xo("xo"), xi("xi");
+    p(x) = x * 2;
+    g(x) = read(p, x);
+    g.gpu_tile(x, xo, xi, 8);
+    p.compute_at(g, xo).store_in(MemoryType::Register);
+    if (p_on_threads) p.gpu_threads(x);
+    return compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); });
+}
+
 TEST(GPUScheduleErrors, RegisterStorageAtBlockLevel) {
     auto error_of = [](const std::string &name, bool p_on_threads) {
-        Func p(name + "_p"), g(name + "_g");
-        Var x("x"), xo("xo"), xi("xi");
-        p(x) = x * 2;
-        g(x) = p(x) + p(x + 1);
-        g.gpu_tile(x, xo, xi, 8);
-        p.compute_at(g, xo).store_in(MemoryType::Register);
-        if (p_on_threads) p.gpu_threads(x);
-        return compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); });
+        return block_register_error(
+            name, [](Func p, Var x) { return p(x) + p(x + 1); }, p_on_threads);
     };
     const std::string rule = "is stored at block level in the GPU kernel of '";
     const std::string own = "', where each thread keeps the elements it touches in its own "
@@ -669,6 +678,126 @@ TEST(GPUScheduleErrors, RegisterStorageAtBlockLevel) {
                                own + "two threads of the block touch its element 1"));
     EXPECT_THAT(two, HasSubstr("compute it at a gpu_threads loop, or store it in "
                                "MemoryType::GPUShared"));
+}
+
+/// The start of every CompileError of a block-level Func `p` in MemoryType::Register that the
+/// threads of `g`'s kernel cannot keep in their own registers (schedule/GPURegisters.cpp); the
+/// reason follows.
+std::string register_error(const std::string &p, const std::string &g) {
+    return "store_in(Register): '" + p + "' is stored at block level in the GPU kernel of '" + g +
+           "', where each thread keeps the elements it touches in its own registers, but ";
+}
+
+// Each thread of p's stage walks a column of 20000 rows (p(x, 0) to p(x, 19999)): more than
+// the 16384 elements a thread may keep.
+TEST(GPUScheduleErrors, RegisterStorageOfTooManyElementsPerThread) {
+    Func p("gpu_err_reg_many_p"), g("gpu_err_reg_many_g");
+    Var x("x"), y("y"), xo("xo"), xi("xi");
+    p(x, y) = x + y;
+    g(x) = p(x, 0) + p(x, 19999);
+    g.gpu_tile(x, xo, xi, 8);
+    p.compute_at(g, xo).store_in(MemoryType::Register).gpu_threads(x);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+                HasSubstr(register_error("gpu_err_reg_many_p", "gpu_err_reg_many_g") +
+                          "each thread would keep more than 16384 elements of it"));
+}
+
+// An 8 x 4 block whose threads all read p(x): p's index does not move with thread y, so the
+// four threads of a column would need the same elements.
+TEST(GPUScheduleErrors, RegisterStorageSharedByTheThreadsOfADimension) {
+    Func p("gpu_err_reg_col_p"), g("gpu_err_reg_col_g");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    p(x) = x * 2;
+    g(x, y) = p(x) + y;
+    g.gpu_tile(x, y, xo, yo, xi, yi, 8, 4);
+    p.compute_at(g, xo).store_in(MemoryType::Register).gpu_threads(x);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+                HasSubstr(register_error("gpu_err_reg_col_p", "gpu_err_reg_col_g") +
+                          "threads that differ only in thread dimension y touch the same elements "
+                          "of it (index gpu_thread_id(0))"));
+}
+
+// g reads q(x / 3, y), so p's rows (and q's) are 3 or 4 elements long depending on the block:
+// p's stride in thread y changes from block to block with no constant bound that the lifting
+// sees (the thread loops' extents, 20, come from interval bounds).
+TEST(GPUScheduleErrors, RegisterStorageWithAThreadStrideOfNoConstantBound) {
+    Func p("gpu_err_reg_row_p"), q("gpu_err_reg_row_q"), g("gpu_err_reg_row_g");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    p(x, y) = x + y;
+    q(x, y) = p(x, y) * 2;
+    g(x, y) = q(x / 3, y);
+    g.bound(x, 0, 60).bound(y, 0, 8).gpu_tile(x, y, xo, yo, xi, yi, 8, 4);
+    q.compute_at(g, xo).store_in(MemoryType::GPUShared).gpu_threads(x, y);
+    p.compute_at(g, xo).store_in(MemoryType::Register).gpu_threads(x, y);
+    const std::string e = compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); });
+    EXPECT_THAT(e, HasSubstr(register_error("gpu_err_reg_row_p", "gpu_err_reg_row_g") +
+                             "its stride in thread dimension y, ((((min((gpu_block_id(0) * 8), "
+                             "52) + 1) / 3) - (min((gpu_block_id(0) * 8), 52) / 3)) + 3) (index "));
+    EXPECT_THAT(e, HasSubstr("), has no constant bound; "));
+}
+
+// Four lanes per thread reading p(x / 2): a vector index that is not a ramp.
+TEST(GPUScheduleErrors, RegisterStorageReadThroughAVectorGather) {
+    Func p("gpu_err_reg_gather_p"), g("gpu_err_reg_gather_g");
+    Var x("x"), y("y"), xt("xt"), xv("xv");
+    p(x) = x * 2;
+    g(x, y) = p(x / 2) + y;
+    g.bound(x, 0, 32).split(x, xt, xv, 4).vectorize(xv).gpu_threads(xt).gpu_blocks(y);
+    p.compute_at(g, y).store_in(MemoryType::Register).gpu_threads(x);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+                HasSubstr(register_error("gpu_err_reg_gather_p", "gpu_err_reg_gather_g") +
+                          "its vector index (ramp((gpu_thread_id(0) * 4), 1, 4) / x4(2)) is not a "
+                          "ramp"));
+}
+
+// Four lanes per thread reading p(x * clamp(s, 1, 2)): a ramp whose stride is the parameter.
+TEST(GPUScheduleErrors, RegisterStorageReadThroughAVectorOfVariableStride) {
+    Param<int> s("gpu_err_reg_lanes_s");
+    Func p("gpu_err_reg_lanes_p"), g("gpu_err_reg_lanes_g");
+    Var x("x"), y("y"), xt("xt"), xv("xv");
+    p(x) = x * 2;
+    g(x, y) = p(x * clamp(s, 1, 2)) + y;
+    g.bound(x, 0, 32).split(x, xt, xv, 4).vectorize(xv).gpu_threads(xt).gpu_blocks(y);
+    p.compute_at(g, y).store_in(MemoryType::Register).gpu_threads(x);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+                HasSubstr(register_error("gpu_err_reg_lanes_p", "gpu_err_reg_lanes_g") +
+                          "its vector index ramp(((max(min(gpu_err_reg_lanes_s, 2), 1) * "
+                          "gpu_thread_id(0)) * 4), max(min(gpu_err_reg_lanes_s, 2), 1), 4) has "
+                          "no constant stride"));
+}
+
+// g's thread x reads p(x % 8): an index that is not linear in the thread id.
+TEST(GPUScheduleErrors, RegisterStorageWithAnIndexNotLinearInTheThreads) {
+    const std::string e = block_register_error(
+        "gpu_err_reg_mod", [](Func p, Var x) { return p(x % 8); }, true);
+    EXPECT_THAT(
+        e, HasSubstr(register_error("gpu_err_reg_mod_p", "gpu_err_reg_mod_g") + "its index ("));
+    EXPECT_THAT(e, HasSubstr(" + gpu_thread_id(0)) % 8) is not linear in the thread ids; "));
+}
+
+// g's thread x reads p(x * (y + 1)) in a serial loop over y inside the block: the index's
+// stride in the thread id is y + 1.
+TEST(GPUScheduleErrors, RegisterStorageWithAThreadStrideThatChangesInALoop) {
+    Func p("gpu_err_reg_loop_p"), g("gpu_err_reg_loop_g");
+    Var x("x"), y("y"), z("z");
+    p(x) = x * 2;
+    g(x, y, z) = p(x * (y + 1)) + z;
+    g.bound(x, 0, 8).bound(y, 0, 4).gpu_blocks(z).gpu_threads(x);
+    p.compute_at(g, z).store_in(MemoryType::Register).gpu_threads(x);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+                HasSubstr(register_error("gpu_err_reg_loop_p", "gpu_err_reg_loop_g") +
+                          "its index ((gpu_err_reg_loop_g.s0.y + 1) * gpu_thread_id(0)) moves "
+                          "with the thread ids by (gpu_err_reg_loop_g.s0.y + 1), which changes "
+                          "with the loop over gpu_err_reg_loop_g.s0.y"));
+}
+
+// p's thread x writes p(x), g's thread x reads p(2 * x): two different thread strides.
+TEST(GPUScheduleErrors, RegisterStorageReadWithAnotherThreadStride) {
+    EXPECT_THAT(block_register_error(
+                    "gpu_err_reg_twice", [](Func p, Var x) { return p(2 * x); }, true),
+                HasSubstr(register_error("gpu_err_reg_twice_p", "gpu_err_reg_twice_g") +
+                          "its index (gpu_thread_id(0) * 2) moves with the thread ids differently "
+                          "from index gpu_thread_id(0); "));
 }
 
 TEST(GPUScheduleErrors, SharedStorageInsideAThreadLoop) {
