@@ -348,6 +348,10 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
     for (int w = std::max(2, s.lanes / 4); w <= s.lanes * 2; w *= 2)
         widths.push_back(w);
     space.add_integers("vector", widths);
+    // A register tile holds tile_x / vector * tile_y accumulators: doubling the vector over the
+    // same tile halves them, so a mutation steps tile_x along with the vector (conv2d's
+    // 16-lane 32 x 8 tile is one move from the 8-lane 16 x 8 one).
+    if (d > 0) space.add_coupling("vector", "tile_x");
     if (d > 1) space.add_bool("unroll_y");
     // Which of the two tile loops is outer: a strip of rows per iteration, or a panel of columns
     // (where a reused input's panel can be packed once and read by every row block).

@@ -178,6 +178,30 @@ void SearchSpace::add_constraint_with_reason(Reason reason) {
     constraints.push_back(std::move(reason));
 }
 
+void SearchSpace::add_coupling(const std::string &a, const std::string &b) {
+    const int ia = knob_index(a), ib = knob_index(b);
+    for (int i : {ia, ib}) {
+        if (knob_list[size_t(i)].kind != Knob::Kind::integer)
+            throw CompileError(
+                "search space '" + space_name + "': add_coupling(\"" + a + "\", \"" + b +
+                "\"): knob '" + knob_list[size_t(i)].name +
+                "' is not an integer knob; only ordered (integer) knobs step together");
+    }
+    if (ia == ib)
+        throw CompileError("search space '" + space_name + "': add_coupling(\"" + a + "\", \"" + b +
+                           "\") couples a knob to itself; name two different integer knobs");
+    couplings.emplace_back(ia, ib);
+}
+
+std::vector<int> SearchSpace::coupled(int knob) const {
+    std::vector<int> out;
+    for (const auto &[a, b] : couplings) {
+        if (a == knob) out.push_back(b);
+        if (b == knob) out.push_back(a);
+    }
+    return out;
+}
+
 // --- points -------------------------------------------------------------------------------------
 
 int64_t SearchSpace::size() const {

@@ -98,6 +98,15 @@ public:
     /// reason, which violated() returns (a generator's own ctx.constraint message).
     using Reason = std::function<std::string(const ConfigView &)>;
     void add_constraint_with_reason(Reason reason);
+    /// Couples two integer knobs for mutation: a step of either to its next or previous value is,
+    /// half of the time, matched by a step of the other in the same direction. A register tile's
+    /// vector width and its width are coupled, so that a wider vector over a wider tile (the
+    /// same number of accumulators) is one move away, not two moves that each break the tile.
+    /// Raises CompileError for an unknown knob, a knob that is not an integer, or a knob coupled
+    /// to itself.
+    void add_coupling(const std::string &a, const std::string &b);
+    /// The coupled knobs of `knob` (knob indices).
+    std::vector<int> coupled(int knob) const;
     void set_apply(Apply apply) { apply_fn = std::move(apply); }
 
     /// Number of configs, constraints ignored (saturates at INT64_MAX).
@@ -143,6 +152,7 @@ private:
     std::string space_name, salt;
     std::vector<Knob> knob_list;
     std::vector<Reason> constraints;
+    std::vector<std::pair<int, int>> couplings;
     Apply apply_fn;
 };
 

@@ -40,6 +40,13 @@ Config mutate(const SearchSpace &space, const Config &c, std::mt19937_64 &rng) {
             int step = std::uniform_int_distribution<int>(0, 1)(rng) ? 1 : -1;
             m.index[k] = std::clamp(m.index[k] + step, 0, count - 1);
             if (m.index[k] == c.index[k]) m.index[k] = std::clamp(c.index[k] - step, 0, count - 1);
+            // A coupled knob steps along, half of the time, in the direction this one moved.
+            const int moved = m.index[k] - c.index[k];
+            for (int other : space.coupled(k)) {
+                if (std::uniform_int_distribution<int>(0, 1)(rng) == 0) continue;
+                const int last = int(space.knobs()[size_t(other)].values.size()) - 1;
+                m.index[size_t(other)] = std::clamp(m.index[size_t(other)] + moved, 0, last);
+            }
         } else {
             int v = std::uniform_int_distribution<int>(0, count - 2)(rng);
             m.index[k] = v >= c.index[k] ? v + 1 : v;

@@ -78,7 +78,8 @@ namespace detail {
 /// Saves and loads a generator's full state as text.
 std::string save_rng(const std::mt19937_64 &rng);
 void load_rng(std::mt19937_64 &rng, const std::string &text);
-/// A config changed in 1 or 2 knobs: integer knobs move to a neighbouring value or any value.
+/// A config changed in 1 or 2 knobs: integer knobs move to a neighbouring value or any value;
+/// a knob coupled to one that steps (SearchSpace::add_coupling) steps along half of the time.
 Config mutate(const SearchSpace &space, const Config &c, std::mt19937_64 &rng);
 /// A valid config not known and not in `taken`, found within `tries` random samples.
 std::optional<Config> random_new(ProposalContext &ctx, std::mt19937_64 &rng,

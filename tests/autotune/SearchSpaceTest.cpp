@@ -1,3 +1,4 @@
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "tests/autotune/PlainMatmul.h"
@@ -14,6 +15,7 @@
 #include "autotune/Features.h"
 #include "autotune/GeneratorOperator.h"
 #include "autotune/SearchSpace.h"
+#include "autotune/Strategy.h"
 #include "autotune/Templates.h"
 #include "codegen/Target.h"
 #include "lang/Error.h"
@@ -165,6 +167,47 @@ TEST(SearchSpace, RepairWalksAnInvalidConfigToAValidOneNearIt) {
     SearchSpace none = small_space();
     none.add_constraint("never", [](const ConfigView &) { return false; });
     EXPECT_FALSE(none.repair(none.random(rng), rng).has_value());
+}
+
+// Coupled integer knobs step together in mutations (in the same direction), often enough that
+// a move of both is common where it would be rare by chance; coupling anything but two
+// different integer knobs is an error naming them.
+TEST(SearchSpace, CoupledKnobsStepTogetherInMutations) {
+    auto space = [](bool coupled) {
+        SearchSpace s("coupled");
+        for (int k = 0; k < 10; k++)
+            s.add_powers_of_two("k" + std::to_string(k), 1, 64);
+        s.add_choice("where", {"inline", "root"});
+        if (coupled) s.add_coupling("k0", "k1");
+        return s;
+    };
+    auto together = [](const SearchSpace &s) {
+        std::mt19937_64 rng(5);
+        const Config start = s.at(s.size() / 2);
+        int same = 0;
+        for (int i = 0; i < 400; i++) {
+            const Config m = kiln::autotune::detail::mutate(s, start, rng);
+            const int d0 = m.index[0] - start.index[0], d1 = m.index[1] - start.index[1];
+            if (d0 != 0 && d0 == d1) same++;
+        }
+        return same;
+    };
+    const int coupled = together(space(true)), plain = together(space(false));
+    EXPECT_GT(coupled, 20) << "plain: " << plain;
+    EXPECT_LT(plain, 10) << "coupled: " << coupled;
+    EXPECT_EQ(space(true).coupled(0), std::vector<int>{1});
+    EXPECT_EQ(space(true).coupled(1), std::vector<int>{0});
+    EXPECT_TRUE(space(true).coupled(2).empty());
+
+    SearchSpace s = space(false);
+    EXPECT_EQ(message_of([&] { s.add_coupling("k0", "where"); }),
+              "search space 'coupled': add_coupling(\"k0\", \"where\"): knob 'where' is not an "
+              "integer knob; only ordered (integer) knobs step together");
+    EXPECT_EQ(message_of([&] { s.add_coupling("k3", "k3"); }),
+              "search space 'coupled': add_coupling(\"k3\", \"k3\") couples a knob to itself; "
+              "name two different integer knobs");
+    EXPECT_THAT(message_of([&] { s.add_coupling("k0", "nope"); }),
+                ::testing::HasSubstr("has no knob 'nope'"));
 }
 
 TEST(SearchSpace, HashDependsOnSaltAndValues) {
