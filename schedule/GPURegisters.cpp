@@ -12,6 +12,7 @@
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
 #include "lang/IRToolbox.h"
+#include "lang/IRVisitor.h"
 #include "lang/Interval.h"
 #include "lang/Simplify.h"
 
@@ -88,6 +89,11 @@ public:
     Stmt lift(const Stmt &body, Type type) {
         mutate(body);              // collects the accesses
         if (!strides) return body; // never touched
+        // Every access must have been seen (one hidden in a part of the IR this walk skipped
+        // would keep the block-level index into the per-thread array).
+        internal_assert(accesses == count_accesses(body), "store_in(Register): ", accesses,
+                        " of the ", count_accesses(body), " accesses to '", name,
+                        "' were seen by the register lifting");
         check_private();
         rewriting = true;
         Stmt s = simplify(mutate(body));
@@ -106,10 +112,12 @@ protected:
             if (std::optional<int64_t> k = constant_upper_bound(distribute(fold(value))))
                 value = Expr(int(*k));
         }
+        // The value may read the array itself (a Tuple's values are lets before its stores).
+        Expr read = mutate(op->value);
         lets.emplace_back(op->name, value);
         Stmt body = mutate(op->body);
         lets.pop_back();
-        return LetStmt::make(op->name, op->value, body);
+        return LetStmt::make(op->name, read, body);
     }
     Stmt visit(const For *op) override {
         Expr mn = fold(op->min), mx = simplify(mn + fold(op->extent) - 1);
@@ -125,29 +133,33 @@ protected:
         if (!is_const(hi)) {
             if (std::optional<int64_t> k = constant_upper_bound(distribute(hi))) hi = Expr(int(*k));
         }
+        Expr min = mutate(op->min), extent = mutate(op->extent);
         loops[op->name] = Interval(lo, hi);
         Stmt body = mutate(op->body);
         loops.erase(op->name);
-        return For::make(op->name, op->min, op->extent, op->for_type, body);
+        return For::make(op->name, min, extent, op->for_type, body);
     }
     Expr visit(const Load *op) override {
         Expr predicate = op->predicate.defined() ? mutate(op->predicate) : Expr();
+        if (op->name == name && !rewriting) accesses++;
         Expr index = op->name == name ? local_index(op->index) : mutate(op->index);
         return Load::make(op->type, op->name, index, predicate);
     }
     Stmt visit(const Store *op) override {
         Expr predicate = op->predicate.defined() ? mutate(op->predicate) : Expr();
+        if (op->name == name && !rewriting) accesses++;
         Expr index = op->name == name ? local_index(op->index) : mutate(op->index);
         return Store::make(op->name, mutate(op->value), index, predicate);
     }
     /// A thread guard (id < extent) narrows the threads that run its body.
     Stmt visit(const IfThenElse *op) override {
+        Expr condition = mutate(op->condition);
         std::array<int64_t, 3> saved = threads;
         guard(op->condition);
         Stmt then_case = mutate(op->then_case);
         threads = saved;
         Stmt else_case = op->else_case.defined() ? mutate(op->else_case) : Stmt();
-        return IfThenElse::make(op->condition, then_case, else_case);
+        return IfThenElse::make(condition, then_case, else_case);
     }
 
 private:
@@ -159,6 +171,7 @@ private:
     std::vector<std::pair<std::string, Expr>> lets; ///< outermost first
     kiln::Scope loops;
     bool rewriting = false;
+    int64_t accesses = 0; ///< loads and stores of the array seen while collecting
     std::array<int64_t, 3> threads{kernel.threads[0], kernel.threads[1], kernel.threads[2]};
     std::array<int64_t, 3> active{1, 1, 1}; ///< threads that touch the array, per dimension
     std::optional<std::array<Expr, 3>> strides;
@@ -167,6 +180,31 @@ private:
     bool dense = true;        ///< every offset a constant: index by rank
 
     static std::string thread_var(int d) { return "gpu.thread." + std::to_string(d); }
+
+    /// The loads and stores of the array anywhere in s.
+    int64_t count_accesses(const Stmt &s) const {
+        class Count : public IRVisitor {
+        public:
+            explicit Count(const std::string &name) : name(name) {}
+            int64_t n = 0;
+
+        protected:
+            using IRVisitor::visit;
+            void visit(const Load *op) override {
+                n += op->name == name;
+                IRVisitor::visit(op);
+            }
+            void visit(const Store *op) override {
+                n += op->name == name;
+                IRVisitor::visit(op);
+            }
+
+        private:
+            const std::string &name;
+        } count(name);
+        count.include(s);
+        return count.n;
+    }
 
     void guard(const Expr &condition) {
         if (const And *a = condition.as<And>()) {

@@ -415,6 +415,58 @@ TEST_P(GPUPipeline, TuplesAndSmallIntegerAndDoubleTypes) {
     expect_valid_cuda(p);
 }
 
+// A Tuple Func computed per block in MemoryType::Register: its values are lets before its
+// stores, and a consumer's reads of it are lets before the consumer's stores. Each thread keeps
+// its own element of both buffers (gpu_rtup_p.0 and gpu_rtup_p.1) and the result matches the
+// reference; read at a neighbour's element, the Func is refused, naming the buffer. (The
+// lifting once skipped accesses inside let values: the reads kept their block-level index into
+// the one-element array, and every value was wrong; found by the GPU schedule fuzzer.)
+TEST_P(GPUPipeline, ATupleInRegistersAtBlockLevelKeepsEachThreadsElements) {
+    Buffer<int> in = pattern<int>({29, 13}, "gpu_rtup_in");
+    auto build = [&](const std::string &name, bool neighbours, Func *out) {
+        Func p(name + "_p");
+        *out = Func(name + "_out");
+        Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+        p(x, y) = Tuple({in(x, y) * 2 + x, cast<float>(in(x, y)) * 0.5f - 0.25f});
+        if (neighbours)
+            (*out)(x, y) = Tuple({p(x, y)[0] + p(x + 1, y)[0], p(x, y + 1)[1] * 3.0f});
+        else
+            (*out)(x, y) = Tuple({p(x, y)[0] + y, p(x, y)[1] * 3.0f - p(x, y)[0]});
+        out->bound(x, 0, 28).bound(y, 0, 12).gpu_tile(x, y, xo, yo, xi, yi, 7, 4);
+        p.compute_at(*out, xo).store_in(MemoryType::Register).gpu_threads(x, y);
+    };
+    Func out;
+    build("gpu_rtup", false, &out);
+    std::vector<BufferBase> want = reference_realize_all(out, {28, 12});
+    Buffer<int> g0({28, 12});
+    Buffer<float> g1({28, 12});
+    Pipeline p(out);
+    // In the kernel every access of both buffers, loads in lets included, is each thread's
+    // element 0.
+    const std::string text = p.lowered_text();
+    const std::string kernel = text.substr(std::min(text.find("== kernel"), text.size()));
+    EXPECT_THAT(kernel, HasSubstr("allocate gpu_rtup_p.1[float32 * 1] in register"));
+    for (const std::string b : {"gpu_rtup_p.0[", "gpu_rtup_p.1["}) {
+        int all = 0, own = 0;
+        for (size_t at = kernel.find(b); at != std::string::npos; at = kernel.find(b, at + 1)) {
+            if (at >= 9 && kernel.compare(at - 9, 9, "allocate ") == 0) continue;
+            all++;
+            own += kernel.compare(at + b.size(), 2, "0]") == 0;
+        }
+        EXPECT_GE(all, 2) << kernel;
+        EXPECT_EQ(own, all) << kernel;
+    }
+    p.realize({g0, g1}, target());
+    expect_near_buffer(Buffer<int>(want[0]), g0);
+    expect_near_buffer(Buffer<float>(want[1]), g1);
+    expect_valid_cuda(p);
+
+    Func bad;
+    build("gpu_rtup_nb", true, &bad);
+    EXPECT_THAT(compile_error_of([&] { Pipeline(bad).compile_jit(target()); }),
+                HasSubstr("store_in(Register): 'gpu_rtup_nb_p."));
+}
+
 TEST_P(GPUPipeline, SingleThreadStageRunsOnTheDevice) {
     Buffer<int> in = pattern<int>({20}, "gpu_single_in");
     Func total("gpu_single_total");
@@ -648,7 +700,8 @@ TEST(GPUScheduleErrors, SharedMemoryOutsideAKernel) {
 /// block in MemoryType::Register (on the threads when p_on_threads); the Funcs are named
 /// <name>_p and <name>_g.
 std::string block_register_error(const std::string &name,
-                                 const std::function<Expr(Func, Var)> &read, bool p_on_threads) {
+                                 const std::function<Expr(const Func &, const Var &)> &read,
+                                 bool p_on_threads) {
     Func p(name + "_p"), g(name + "_g");
     Var x("x"), xo("xo"), xi("xi");
     p(x) = x * 2;
@@ -662,7 +715,7 @@ std::string block_register_error(const std::string &name,
 TEST(GPUScheduleErrors, RegisterStorageAtBlockLevel) {
     auto error_of = [](const std::string &name, bool p_on_threads) {
         return block_register_error(
-            name, [](Func p, Var x) { return p(x) + p(x + 1); }, p_on_threads);
+            name, [](const Func &p, const Var &x) { return p(x) + p(x + 1); }, p_on_threads);
     };
     const std::string rule = "is stored at block level in the GPU kernel of '";
     const std::string own = "', where each thread keeps the elements it touches in its own "
@@ -769,7 +822,7 @@ TEST(GPUScheduleErrors, RegisterStorageReadThroughAVectorOfVariableStride) {
 // g's thread x reads p(x % 8): an index that is not linear in the thread id.
 TEST(GPUScheduleErrors, RegisterStorageWithAnIndexNotLinearInTheThreads) {
     const std::string e = block_register_error(
-        "gpu_err_reg_mod", [](Func p, Var x) { return p(x % 8); }, true);
+        "gpu_err_reg_mod", [](const Func &p, const Var &x) { return p(x % 8); }, true);
     EXPECT_THAT(
         e, HasSubstr(register_error("gpu_err_reg_mod_p", "gpu_err_reg_mod_g") + "its index ("));
     EXPECT_THAT(e, HasSubstr(" + gpu_thread_id(0)) % 8) is not linear in the thread ids; "));
@@ -793,11 +846,12 @@ TEST(GPUScheduleErrors, RegisterStorageWithAThreadStrideThatChangesInALoop) {
 
 // p's thread x writes p(x), g's thread x reads p(2 * x): two different thread strides.
 TEST(GPUScheduleErrors, RegisterStorageReadWithAnotherThreadStride) {
-    EXPECT_THAT(block_register_error(
-                    "gpu_err_reg_twice", [](Func p, Var x) { return p(2 * x); }, true),
-                HasSubstr(register_error("gpu_err_reg_twice_p", "gpu_err_reg_twice_g") +
-                          "its index (gpu_thread_id(0) * 2) moves with the thread ids differently "
-                          "from index gpu_thread_id(0); "));
+    EXPECT_THAT(
+        block_register_error(
+            "gpu_err_reg_twice", [](const Func &p, const Var &x) { return p(2 * x); }, true),
+        HasSubstr(register_error("gpu_err_reg_twice_p", "gpu_err_reg_twice_g") +
+                  "its index (gpu_thread_id(0) * 2) moves with the thread ids differently "
+                  "from index gpu_thread_id(0); "));
 }
 
 TEST(GPUScheduleErrors, SharedStorageInsideAThreadLoop) {

@@ -12,8 +12,10 @@
 //  - a producer is inlined, computed at root (on the host, or its own kernel), computed at a
 //    block-level loop of a kernel (the innermost gpu_blocks loop or a serial loop inside it:
 //    shared memory, store_in GPUShared or Auto, with gpu_threads on its own loops or none, so
-//    that thread 0 computes it), computed at a thread loop (thread-private, sometimes unrolled or
-//    vectorized), or computed at a host loop around a kernel launch;
+//    that thread 0 computes it; or store_in Register, each thread keeping its own elements in
+//    registers, where the lifting's CompileError refusing the Func also passes), computed at
+//    a thread loop (thread-private, sometimes unrolled or vectorized), or computed at a host
+//    loop around a kernel launch;
 //  - a producer goes into a kernel only when its region there has a constant size, which the
 //    generator works out itself from the corpus's affine accesses (bound() on the output makes
 //    whole dimensions constant), and the threads of a block stay at most 1024, shared memory at
@@ -476,6 +478,9 @@ struct KernelUse {
 
 /// How often each kind of choice was made over a run, for the summary.
 std::map<std::string, int> feature_counts;
+
+/// The current case's Funcs computed at block level in MemoryType::Register.
+std::set<std::string> block_registers;
 
 class GPUScheduleGenerator {
 public:
@@ -1159,6 +1164,14 @@ private:
             } else if (how < 65) {
                 fm.func.store_in(MemoryType::Auto);
                 note("store_in Auto");
+            } else if (how < 80) {
+                // Each thread keeps the elements it touches in its own registers, which is legal
+                // only when no two threads touch one element: the generator does not work that
+                // out, so the case passes either by running right or by the lifting's own
+                // refusal, a CompileError that names this Func (run_case).
+                fm.func.store_in(MemoryType::Register);
+                block_registers.insert(fm.func.name());
+                note("store_in Register at block level");
             }
             for (StageModel &st : fm.stages)
                 schedule_block_level(fm, st, ku);
@@ -1576,6 +1589,9 @@ void note_case(const Case &c) {
 struct Timings {
     double compile = 0, run = 0, cuda = 0;
     int kernels = 0, cuda_checks = 0;
+    /// Cases with a block-level Func in MemoryType::Register: compiled and run (lifted into
+    /// each thread's registers), or refused by the lifting with its CompileError.
+    int registers_lifted = 0, registers_refused = 0;
     std::map<std::string, int> primitives;
     std::map<std::string, double> per_pipeline; ///< seconds
     std::map<std::string, int> per_pipeline_kernels;
@@ -1586,6 +1602,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 Instance build_scheduled(Case &c) {
+    block_registers.clear();
     Instance inst = corpus()[c.pipeline].build();
     Rng rng(c.seed);
     GPUScheduleGenerator(rng, inst).generate();
@@ -1662,6 +1679,26 @@ bool cuda_usable(std::string *why) {
     return ok;
 }
 
+/// Whether `message` is the register lifting's refusal of one of this case's block-level Funcs
+/// in MemoryType::Register (schedule/GPURegisters.cpp), which the generator allows. A Tuple
+/// Func's buffers are named <func>.0, <func>.1, ...
+bool register_refusal(const std::string &message) {
+    const std::string rule = "' is stored at block level in the GPU kernel of";
+    for (const std::string &name : block_registers) {
+        const size_t at = message.find("store_in(Register): '" + name);
+        if (at == std::string::npos) continue;
+        const size_t end = message.find('\'', at + 21 + name.size());
+        if (end == std::string::npos) continue;
+        const std::string buffer = message.substr(at + 21, end - at - 21);
+        const bool own =
+            buffer == name ||
+            (buffer.rfind(name + ".", 0) == 0 &&
+             buffer.find_first_not_of("0123456789", name.size() + 1) == std::string::npos);
+        if (own && message.compare(end, rule.size(), rule) == 0) return true;
+    }
+    return false;
+}
+
 /// Compiles, runs and compares one case (and checks its kernels as CUDA); "" when it passes.
 std::string run_case(Case &c, bool check_cuda) {
     note_case(c);
@@ -1694,6 +1731,7 @@ std::string run_case(Case &c, bool check_cuda) {
             std::string diff = compare(want[v], outputs[v]);
             if (!diff.empty()) error += "value " + std::to_string(v) + " differs:\n" + diff;
         }
+        if (!block_registers.empty()) timings.registers_lifted++;
         if (check_cuda && !compiled.lowered().kernels.empty()) {
             start = std::chrono::steady_clock::now();
             bool before = ::testing::Test::HasFailure();
@@ -1706,6 +1744,10 @@ std::string run_case(Case &c, bool check_cuda) {
             timings.cuda_checks++;
         }
     } catch (const CompileError &e) {
+        if (register_refusal(e.what())) {
+            timings.registers_refused++;
+            return "";
+        }
         error = std::string("CompileError (a generator bug unless the schedule is legal): ") +
                 e.what() + "\n";
     } catch (const RuntimeError &e) {
@@ -1763,6 +1805,9 @@ TEST(GPUScheduleFuzz, RandomGPUSchedulesMatchTheReferenceEvaluator) {
                 "run %.1f s, %d CUDA checks %.1f s), %d kernels\n",
                 i, static_cast<unsigned long long>(seed), failures, seconds_since(start),
                 timings.compile, timings.run, timings.cuda_checks, timings.cuda, timings.kernels);
+    std::printf("[ fuzz ] block-level Register storage: %d cases lifted into registers and run, "
+                "%d refused by the lifting\n",
+                timings.registers_lifted, timings.registers_refused);
     if (!failed.empty()) {
         std::string list;
         for (uint64_t s : failed)
@@ -2024,7 +2069,8 @@ __kernel __attribute__((reqd_work_group_size(3, 1, 1))) void k(__global const in
     for (int i = 0; i < 3; i++) {
         for (int j = 0; j < 2; j++) {
             for (int r = 0; r < 4; r++)
-                want[size_t(j + 2 * i)] += a[size_t(r + 4 * i)] * b[size_t(j + 2 * r)];
+                want[size_t(j) + 2 * size_t(i)] +=
+                    a[size_t(r) + 4 * size_t(i)] * b[size_t(j) + 2 * size_t(r)];
         }
     }
     kiln_dimension_t dims[3] = {{0, 12, 1, 0}, {0, 8, 1, 0}, {0, 6, 1, 0}};
@@ -2135,15 +2181,15 @@ __kernel __attribute__((reqd_work_group_size(2, 1, 1))) void k(__global const fl
 }
 )";
     const kiln_device_interface_t *cl = kiln_device_interface(int(GpuApi::OpenCL));
-    std::vector<float> in(53 * 4), e(53 * 4, 0.0f), want(53 * 4);
+    std::vector<float> in(size_t(53) * 4), e(size_t(53) * 4, 0.0f), want(size_t(53) * 4);
     for (size_t n = 0; n < in.size(); n++)
         in[n] = float(int(n * 37 % 101) - 50);
     for (int y = 0; y < 4; y++) {
-        float m = in[size_t(53 * y)];
+        float m = in[53 * size_t(y)];
         for (int r = 1; r < 53; r++)
-            m = std::max(m, in[size_t(r + 53 * y)]);
+            m = std::max(m, in[size_t(r) + 53 * size_t(y)]);
         for (int x = 0; x < 53; x++)
-            want[size_t(x + 53 * y)] = x < 52 ? in[size_t(x + 53 * y)] - m : 0.0f;
+            want[size_t(x) + 53 * size_t(y)] = x < 52 ? in[size_t(x) + 53 * size_t(y)] - m : 0.0f;
     }
     kiln_dimension_t dims[2] = {{0, 53 * 4, 1, 0}, {0, 53 * 4, 1, 0}};
     kiln_buffer_t bufs[2] = {};
