@@ -446,7 +446,7 @@ TEST_P(GPUPipeline, ATupleInRegistersAtBlockLevelKeepsEachThreadsElements) {
     const std::string text = p.lowered_text();
     const std::string kernel = text.substr(std::min(text.find("== kernel"), text.size()));
     EXPECT_THAT(kernel, HasSubstr("allocate gpu_rtup_p.1[float32 * 1] in register"));
-    for (const std::string b : {"gpu_rtup_p.0[", "gpu_rtup_p.1["}) {
+    for (const std::string &b : {std::string("gpu_rtup_p.0["), std::string("gpu_rtup_p.1[")}) {
         int all = 0, own = 0;
         for (size_t at = kernel.find(b); at != std::string::npos; at = kernel.find(b, at + 1)) {
             if (at >= 9 && kernel.compare(at - 9, 9, "allocate ") == 0) continue;
@@ -693,9 +693,6 @@ TEST(GPUScheduleErrors, SharedMemoryOutsideAKernel) {
                           "GPU kernel"));
 }
 
-// Register storage at block level is private to each thread: every thread must touch only its
-// own elements, through the same thread strides in every stage. g's thread x reads p(x) and
-// p(x + 1).
 /// The CompileError of g(x) = read(p, x) in blocks of 8 threads, with p(x) = x * 2 computed per
 /// block in MemoryType::Register (on the threads when p_on_threads); the Funcs are named
 /// <name>_p and <name>_g.
@@ -712,6 +709,9 @@ std::string block_register_error(const std::string &name,
     return compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); });
 }
 
+// Register storage at block level is private to each thread: every thread must touch only its
+// own elements, through the same thread strides in every stage. g's thread x reads p(x) and
+// p(x + 1).
 TEST(GPUScheduleErrors, RegisterStorageAtBlockLevel) {
     auto error_of = [](const std::string &name, bool p_on_threads) {
         return block_register_error(

@@ -1680,23 +1680,21 @@ bool cuda_usable(std::string *why) {
 }
 
 /// Whether `message` is the register lifting's refusal of one of this case's block-level Funcs
-/// in MemoryType::Register (schedule/GPURegisters.cpp), which the generator allows. A Tuple
-/// Func's buffers are named <func>.0, <func>.1, ...
+/// in MemoryType::Register (schedule/GPURegisters.cpp), which the generator allows.
 bool register_refusal(const std::string &message) {
-    const std::string rule = "' is stored at block level in the GPU kernel of";
-    for (const std::string &name : block_registers) {
-        const size_t at = message.find("store_in(Register): '" + name);
-        if (at == std::string::npos) continue;
-        const size_t end = message.find('\'', at + 21 + name.size());
-        if (end == std::string::npos) continue;
-        const std::string buffer = message.substr(at + 21, end - at - 21);
-        const bool own =
-            buffer == name ||
-            (buffer.rfind(name + ".", 0) == 0 &&
-             buffer.find_first_not_of("0123456789", name.size() + 1) == std::string::npos);
-        if (own && message.compare(end, rule.size(), rule) == 0) return true;
-    }
-    return false;
+    const std::string head = "store_in(Register): '",
+                      rule = "' is stored at block level in the GPU kernel of";
+    const size_t at = message.find(head);
+    if (at == std::string::npos) return false;
+    const size_t start = at + head.size(), end = message.find('\'', start);
+    if (end == std::string::npos || message.compare(end, rule.size(), rule) != 0) return false;
+    std::string buffer = message.substr(start, end - start);
+    // A Tuple Func's buffers are <func>.0, <func>.1, ...
+    const size_t dot = buffer.rfind('.');
+    if (!block_registers.count(buffer) && dot != std::string::npos && dot + 1 < buffer.size() &&
+        buffer.find_first_not_of("0123456789", dot + 1) == std::string::npos)
+        buffer.resize(dot);
+    return block_registers.count(buffer) > 0;
 }
 
 /// Compiles, runs and compares one case (and checks its kernels as CUDA); "" when it passes.
