@@ -26,6 +26,9 @@
 //   blur_u16 WxH  the same on uint16 (inputs below 2^14, sums in uint16), division by 3.
 //   softmax  MxN  out[i][j] = exp(in[i][j] - max_j in[i][.]) / sum_j exp(in[i][j] - max), over
 //            M rows of N contiguous floats.  work: bytes in + bytes out
+//   layernorm MxN out[i][j] = (in[i][j] - mean_i) / sqrt(var_i + 1e-5) * gamma[j] + beta[j], the
+//            mean and (biased) variance over row i's N contiguous floats (apps/LayerNorm.cpp).
+//            work: bytes in + bytes out (gamma and beta stay in cache)
 #pragma once
 
 #include <algorithm>
@@ -74,13 +77,15 @@ inline const std::vector<WorkloadInfo> &workloads() {
     // order, so results are equal up to contraction; 1e-6 allows an ulp on values below 1. softmax
     // outputs lie in (0, 1], compared absolutely; a library's vector exp is a few ulp off and its
     // row sum reassociated, a few 1e-8 here, while a wrong row max or sum is off by far more than
-    // 1e-5. blur_u16 is exact integer arithmetic.
+    // 1e-5. blur_u16 is exact integer arithmetic. layernorm: outputs of a few units; a float mean
+    // and variance are ~sqrt(N) ulps off the double ones (apps' tolerance), a wrong one 1e-2.
     static const std::vector<WorkloadInfo> list = {
         {"matmul", {"M", "N", "K"}, {1024, 1024, 1024}, "GF/s", 1e-3},
         {"conv2d", {"N", "C", "H", "W", "K"}, {1, 64, 56, 56, 64}, "GF/s", 1e-3},
         {"blur", {"W", "H"}, {4096, 4096}, "GB/s", 1e-6},
         {"blur_u16", {"W", "H"}, {4096, 4096}, "GB/s", 0.0},
         {"softmax", {"M", "N"}, {4096, 4096}, "GB/s", 1e-5},
+        {"layernorm", {"M", "N"}, {4096, 4096}, "GB/s", 1e-4},
     };
     return list;
 }
@@ -154,7 +159,7 @@ inline double work_of(const std::string &name, const std::vector<int64_t> &s) {
     if (name == "conv2d") return 18.0 * s[0] * s[1] * s[2] * s[3] * s[4];
     if (name == "blur") return 4.0 * (double(s[0]) * s[1] + double(s[0] - 2) * (s[1] - 2));
     if (name == "blur_u16") return 2.0 * (double(s[0]) * s[1] + double(s[0] - 2) * (s[1] - 2));
-    if (name == "softmax") return 2.0 * s[0] * s[1] * 4.0;
+    if (name == "softmax" || name == "layernorm") return 2.0 * s[0] * s[1] * 4.0;
     return 0;
 }
 
@@ -318,6 +323,26 @@ inline Array<float> reference_softmax(const float *in, int W, int H) {
     return out;
 }
 
+/// Row layer normalisation over W contiguous values (biased variance, epsilon 1e-5), in double.
+inline Array<float> reference_layernorm(const float *in, const float *gamma, const float *beta,
+                                        int W, int H) {
+    Array<float> out(size_t(W) * H);
+    for (int y = 0; y < H; y++) {
+        const float *r = in + size_t(y) * W;
+        double s = 0;
+        for (int x = 0; x < W; x++)
+            s += r[x];
+        const double mean = s / W;
+        double sq = 0;
+        for (int x = 0; x < W; x++)
+            sq += (r[x] - mean) * (r[x] - mean);
+        const double rstd = 1.0 / std::sqrt(sq / W + 1e-5);
+        for (int x = 0; x < W; x++)
+            out[size_t(y) * W + x] = float((r[x] - mean) * rstd * gamma[x] + beta[x]);
+    }
+    return out;
+}
+
 /// max |got - ref| / max(1, |ref|) (apps::max_relative_error); +inf for a NaN.
 template <typename T>
 double max_rel_err(const T *got, const T *ref, size_t n) {
@@ -338,6 +363,7 @@ struct Problem {
     std::string workload;
     std::vector<int64_t> shape;
     Array<float> a, b, ref, out;       // float workloads: a, b inputs (b unused for 1-input ones)
+    Array<float> c;                    // a third input: layernorm's beta (b is its gamma)
     Array<uint16_t> a16, ref16, out16; // blur_u16
     size_t out_count() const { return workload == "blur_u16" ? out16.size() : out.size(); }
 };
@@ -373,6 +399,13 @@ inline Problem make_problem(const std::string &workload, const std::vector<int64
         int H = int(s[0]), W = int(s[1]);
         p.a = random_floats(size_t(W) * H, 1, -8, 8);
         p.ref = reference_softmax(p.a.data(), W, H);
+        p.out = Array<float>(size_t(W) * H);
+    } else if (workload == "layernorm") {
+        int H = int(s[0]), W = int(s[1]);
+        p.a = random_floats(size_t(W) * H, 1, -4, 6);
+        p.b = random_floats(size_t(W), 2, 0.5f, 1.5f);
+        p.c = random_floats(size_t(W), 3, -1, 1);
+        p.ref = reference_layernorm(p.a.data(), p.b.data(), p.c.data(), W, H);
         p.out = Array<float>(size_t(W) * H);
     }
     return p;

@@ -181,14 +181,17 @@ int main(int argc, char **argv) {
     std::vector<Row> rows;
     if (quick) {
         rows = {{"matmul", "256x256x256"}, {"matmul", "100x120x140"}, {"conv2d", "1x16x28x28x16"},
-                {"blur", "512x512"},       {"blur_u16", "512x512"},   {"softmax", "256x1024"}};
+                {"blur", "512x512"},       {"blur_u16", "512x512"},   {"softmax", "256x1024"},
+                {"layernorm", "256x1024"}};
     } else {
-        // 4096x64x4096: a skinny matmul (M = K = 4096, N = 64).
-        rows = {{"matmul", "512x512x512"},    {"matmul", "1024x1024x1024"},
-                {"matmul", "2048x2048x2048"}, {"matmul", "1000x1000x1000"},
-                {"matmul", "4096x64x4096"},   {"conv2d", "1x64x56x56x64"},
-                {"blur", "4096x4096"},        {"blur_u16", "4096x4096"},
-                {"softmax", "4096x4096"}};
+        // 4096x64x4096: a skinny matmul (M = K = 4096, N = 64). 1x256x14x14x256: a late
+        // ResNet layer (many channels, a small image).
+        rows = {{"matmul", "512x512x512"},     {"matmul", "1024x1024x1024"},
+                {"matmul", "2048x2048x2048"},  {"matmul", "1000x1000x1000"},
+                {"matmul", "4096x64x4096"},    {"conv2d", "1x64x56x56x64"},
+                {"conv2d", "1x256x14x14x256"}, {"blur", "4096x4096"},
+                {"blur_u16", "4096x4096"},     {"softmax", "4096x4096"},
+                {"layernorm", "4096x4096"}};
     }
     if (!shape.empty()) {
         if (only.empty()) usage_error("--shape " + shape + " needs --only WORKLOAD");

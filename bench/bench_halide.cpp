@@ -10,7 +10,10 @@
 //            rearranged back to NCHW for the check, also untimed.
 //   blur     apps/blur's algorithm and CPU schedule: strips of rows in parallel, blur_x slid down
 //   blur_u16 each strip (sliding window), vectorized along x.
-//   softmax  per row: vectorized max and sum (rfactor into vector lanes), exp stored per row.
+//   softmax  Halide 21's schedule (its Python package's apps): tasks of 16 rows; per row,
+//            vectorized max and sum (rfactor into four vector accumulators), exp stored per row.
+//   layernorm the same structure: tasks of 16 rows, the row sum and the sum of centred squares
+//            rfactored into vector accumulators, the output vectorized.
 // Protocol and workloads: bench_common.h.
 #include <Halide.h>
 
@@ -202,13 +205,27 @@ Kernel make_blur(const T *in_data, T *out_data, int W, int H, const Target &t) {
     return kern;
 }
 
+/// Splits a row reduction's update into 4 * lanes partial results (rfactor) kept in four vector
+/// accumulators, computed at `at` of `consumer`.
+void vectorize_reduction(Func f, const RDom &r, Func consumer, const Var &at, int lanes) {
+    Var u("u");
+    RVar ro("ro"), ri("ri");
+    Func partial = f.update().split(r.x, ro, ri, 4 * lanes).rfactor(ri, u);
+    partial.compute_at(consumer, at).vectorize(u, lanes).unroll(u);
+    partial.update().vectorize(u, lanes).unroll(u);
+}
+
+/// Halide 21's softmax and layernorm schedules: tasks of 16 rows, each row's reductions in vector
+/// accumulators (when the row splits into four vectors).
+constexpr int rows_per_task = 16;
+
 Kernel make_softmax(Problem &p, const Target &t) {
     const int M = int(p.shape[0]), N = int(p.shape[1]);
     const int vec = vector_lanes(t, 4);
     auto in = std::make_shared<Buffer<float>>(p.a.data(), N, M);
     auto outb = std::make_shared<Buffer<float>>(p.out.data(), N, M);
     ImageParam input(Float(32), 2, "input");
-    Var x("x"), y("y"), u("u");
+    Var x("x"), y("y"), yo("yo"), yi("yi");
     RDom r(0, N, "r");
     Func mx("mx"), e("e"), sum("sum"), out("softmax");
     mx(y) = Float(32).min();
@@ -219,27 +236,60 @@ Kernel make_softmax(Problem &p, const Target &t) {
     out(x, y) = e(x, y) * (1.f / sum(y));
 
     const int lanes = std::min(vec, N);
-    out.vectorize(x, lanes).parallel(y);
-    e.compute_at(out, y).vectorize(x, lanes);
-    mx.compute_at(out, y);
-    sum.compute_at(out, y);
+    out.split(y, yo, yi, rows_per_task, TailStrategy::GuardWithIf).parallel(yo).vectorize(x, lanes);
+    e.compute_at(out, yi).vectorize(x, lanes);
+    mx.compute_at(out, yi);
+    sum.compute_at(out, yi);
     if (N % (4 * lanes) == 0) {
-        // Four vector accumulators for each reduction (rfactor into 4 * lanes partial results).
-        RVar ro("ro"), ri("ri");
-        Func mxv = mx.update().split(r, ro, ri, 4 * lanes).rfactor(ri, u);
-        mxv.compute_at(out, y).vectorize(u, lanes).unroll(u);
-        mxv.update().vectorize(u, lanes).unroll(u);
-        RVar so("so"), si("si");
-        Func sumv = sum.update().split(r, so, si, 4 * lanes).rfactor(si, u);
-        sumv.compute_at(out, y).vectorize(u, lanes).unroll(u);
-        sumv.update().vectorize(u, lanes).unroll(u);
+        vectorize_reduction(mx, r, out, yi, lanes);
+        vectorize_reduction(sum, r, out, yi, lanes);
     }
     input.set(*in);
     auto pipe = std::make_shared<Pipeline>(out);
     pipe->compile_jit(t);
     Kernel kern;
     kern.run = [pipe, in, outb] { pipe->realize(*outb); };
-    kern.note = "row per task, rfactor vector reductions";
+    kern.note = "tasks of 16 rows, rfactor vector reductions";
+    return kern;
+}
+
+Kernel make_layernorm(Problem &p, const Target &t) {
+    const int M = int(p.shape[0]), N = int(p.shape[1]);
+    const int vec = vector_lanes(t, 4);
+    auto in = std::make_shared<Buffer<float>>(p.a.data(), N, M);
+    auto g = std::make_shared<Buffer<float>>(p.b.data(), N);
+    auto b = std::make_shared<Buffer<float>>(p.c.data(), N);
+    auto outb = std::make_shared<Buffer<float>>(p.out.data(), N, M);
+    ImageParam input(Float(32), 2, "input"), gamma(Float(32), 1, "gamma"),
+        beta(Float(32), 1, "beta");
+    Var x("x"), y("y"), yo("yo"), yi("yi");
+    RDom r(0, N, "r");
+    Func sum("sum"), mean("mean"), sq("sq"), rstd("rstd"), out("layernorm");
+    sum(y) = 0.f;
+    sum(y) += input(r, y);
+    mean(y) = sum(y) * (1.f / float(N));
+    sq(y) = 0.f;
+    Expr d = input(r, y) - mean(y);
+    sq(y) += d * d;
+    rstd(y) = 1.f / sqrt(sq(y) * (1.f / float(N)) + 1e-5f);
+    out(x, y) = (input(x, y) - mean(y)) * rstd(y) * gamma(x) + beta(x);
+
+    const int lanes = std::min(vec, N);
+    out.split(y, yo, yi, rows_per_task, TailStrategy::GuardWithIf).parallel(yo).vectorize(x, lanes);
+    for (Func f : {sum, mean, sq, rstd})
+        f.compute_at(out, yi);
+    if (N % (4 * lanes) == 0) {
+        vectorize_reduction(sum, r, out, yi, lanes);
+        vectorize_reduction(sq, r, out, yi, lanes);
+    }
+    input.set(*in);
+    gamma.set(*g);
+    beta.set(*b);
+    auto pipe = std::make_shared<Pipeline>(out);
+    pipe->compile_jit(t);
+    Kernel kern;
+    kern.run = [pipe, in, g, b, outb] { pipe->realize(*outb); };
+    kern.note = "tasks of 16 rows, rfactor vector reductions";
     return kern;
 }
 
@@ -247,7 +297,8 @@ Kernel make_softmax(Problem &p, const Target &t) {
 
 int main(int argc, char **argv) {
     const std::string impl = "halide";
-    const std::vector<std::string> supported = {"matmul", "conv2d", "blur", "blur_u16", "softmax"};
+    const std::vector<std::string> supported = {"matmul",   "conv2d",  "blur",
+                                                "blur_u16", "softmax", "layernorm"};
     Options o = parse_args(impl, argc, argv);
     if (o.info) {
         std::printf("Halide 14 (Debian libhalide14), host target %s\n",
@@ -274,8 +325,10 @@ int main(int argc, char **argv) {
         else if (o.workload == "blur_u16")
             k = make_blur<uint16_t>(p.a16.data(), p.out16.data(), int(o.shape[0]), int(o.shape[1]),
                                     t);
-        else
+        else if (o.workload == "softmax")
             k = make_softmax(p, t);
+        else
+            k = make_layernorm(p, t);
     } catch (const Halide::Error &e) {
         fail(impl, std::string("Halide error: ") + e.what());
     }

@@ -105,11 +105,31 @@ void softmax(const float *__restrict in, float *__restrict out, int W, int H) {
     }
 }
 
+void layernorm(const float *__restrict in, const float *__restrict gamma,
+               const float *__restrict beta, float *__restrict out, int W, int H) {
+#pragma omp parallel for schedule(static)
+    for (int y = 0; y < H; y++) {
+        const float *__restrict r = in + size_t(y) * W;
+        float *__restrict o = out + size_t(y) * W;
+        float s = 0.f;
+        for (int x = 0; x < W; x++)
+            s += r[x];
+        const float mean = s / float(W);
+        float sq = 0.f;
+        for (int x = 0; x < W; x++)
+            sq += (r[x] - mean) * (r[x] - mean);
+        const float rstd = 1.f / std::sqrt(sq / float(W) + 1e-5f);
+        for (int x = 0; x < W; x++)
+            o[x] = (r[x] - mean) * rstd * gamma[x] + beta[x];
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
     const std::string impl = "loops";
-    const std::vector<std::string> supported = {"matmul", "conv2d", "blur", "blur_u16", "softmax"};
+    const std::vector<std::string> supported = {"matmul",   "conv2d",  "blur",
+                                                "blur_u16", "softmax", "layernorm"};
     Options o = parse_args(impl, argc, argv);
     if (o.info) {
         std::printf("plain C++ loops, OpenMP %d, compiled -O3 -march=native\n", _OPENMP);
@@ -137,8 +157,12 @@ int main(int argc, char **argv) {
         k.run = [&] { blur<float>(p.a.data(), p.out.data(), int(s[0]), int(s[1])); };
     } else if (o.workload == "blur_u16") {
         k.run = [&] { blur<uint16_t>(p.a16.data(), p.out16.data(), int(s[0]), int(s[1])); };
-    } else {
+    } else if (o.workload == "softmax") {
         k.run = [&] { softmax(p.a.data(), p.out.data(), int(s[1]), int(s[0])); };
+    } else {
+        k.run = [&] {
+            layernorm(p.a.data(), p.b.data(), p.c.data(), p.out.data(), int(s[1]), int(s[0]));
+        };
     }
     return measure_and_print(impl, o, p, k);
 }

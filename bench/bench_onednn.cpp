@@ -8,9 +8,14 @@
 //           tensors in oneDNN's layout between layers would do; the timed run is the convolution
 //           alone; the output is reordered back to NCHW for the check, also untimed.
 //   softmax softmax_forward over axis 1 (rows of W contiguous floats), plain layout.
+//   layernorm layer_normalization_forward (forward_inference, use_scale | use_shift: gamma and
+//           beta as two f32 vectors) over rows of W contiguous floats, plain layout; the mean and
+//           variance it computes go to scratch memories made once, outside the timed region.
 // Each measurement's "note" names the implementation oneDNN chose (impl_info_str). Protocol and
 // workloads: bench_common.h.
 #include <omp.h>
+
+#include <unordered_map>
 
 #include <dnnl.hpp>
 
@@ -22,7 +27,7 @@ using dt = dnnl::memory::data_type;
 
 int main(int argc, char **argv) {
     const std::string impl = "onednn";
-    const std::vector<std::string> supported = {"matmul", "conv2d", "softmax"};
+    const std::vector<std::string> supported = {"matmul", "conv2d", "softmax", "layernorm"};
     Options o = parse_args(impl, argc, argv);
     if (o.info) {
         const dnnl_version_t *v = dnnl::version();
@@ -96,6 +101,36 @@ int main(int argc, char **argv) {
                  (pd.src_desc() != user_src.get_desc()
                       ? ", blocked layouts chosen by oneDNN, reorders untimed"
                       : ", plain NCHW");
+    } else if (o.workload == "layernorm") {
+        const dnnl::memory::dim H = s[0], W = s[1];
+        dnnl::memory::desc md({H, W}, dt::f32, tag::ab);
+        dnnl::layer_normalization_forward::primitive_desc pd(
+            dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_inference, md, 1e-5f,
+                                                    dnnl::normalization_flags::use_scale |
+                                                        dnnl::normalization_flags::use_shift),
+            eng);
+        auto prim = std::make_shared<dnnl::layer_normalization_forward>(pd);
+        dnnl::memory::desc vec_md({W}, dt::f32, tag::a);
+        dnnl::memory in(md, eng, p.a.data()), out(md, eng, p.out.data());
+        dnnl::memory scale(vec_md, eng, p.b.data()), shift(vec_md, eng, p.c.data());
+        std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, in},
+                                                      {DNNL_ARG_DST, out},
+                                                      {DNNL_ARG_SCALE, scale},
+                                                      {DNNL_ARG_SHIFT, shift}};
+        // Statistics and workspace the primitive asks for (empty descriptors: none).
+        const std::pair<int, dnnl::memory::desc> extra[] = {
+            {DNNL_ARG_MEAN, pd.mean_desc()},
+            {DNNL_ARG_VARIANCE, pd.variance_desc()},
+            {DNNL_ARG_WORKSPACE, pd.workspace_desc()},
+            {DNNL_ARG_SCRATCHPAD, pd.scratchpad_desc()}};
+        for (const auto &[arg, desc] : extra) {
+            if (desc.get_size() != 0) args[arg] = dnnl::memory(desc, eng);
+        }
+        k.run = [=, &strm]() mutable {
+            prim->execute(strm, args);
+            strm.wait();
+        };
+        k.note = "impl " + std::string(pd.impl_info_str());
     } else {
         const dnnl::memory::dim H = s[0], W = s[1];
         dnnl::memory::desc md({H, W}, dt::f32, tag::ab);
