@@ -60,6 +60,12 @@ void schedule_row_reductions_gpu(OperatorInstance &inst, const std::vector<int> 
 /// The knob of that schedule's threads per row (128 by default), within the device's limit.
 int row_threads_knob(GeneratorContext &ctx);
 
+/// The CPU tasks of a row-wise operator: splits the output's rows y (extent `rows`) into tasks
+/// of 16 rows (fewer when there are fewer rows), runs the tasks in parallel and returns the row
+/// loop inside a task, the level to compute each row's reductions at. On 2 cores, tasks of 16
+/// rows ran layernorm 4096^2 in 5.8-6.7 ms where a task per row took 6.7-8.7 ms (interleaved).
+Var row_tasks(Func out, int64_t rows);
+
 /// A buffer of the given type and extents filled with deterministic pseudo-random values from a
 /// seed: floats uniform in [lo, hi), integers uniform in [lo, hi] (rounded).
 BufferBase random_buffer(Type t, const std::vector<int> &extents, const std::string &name,

@@ -40,12 +40,13 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape) {
     return inst;
 }
 
-// The padded input and the repacked weights are computed once (small: 0.9 MB and 147 KB at the
-// default shape). The kernel vectorizes over output channels: a tile of 2 x 16 output channels
-// by 8 pixels of a row is held in 16 zmm accumulators (conv, stored channel-innermost, computed
-// per tile); for each (ci, ky, kx) it loads two weight vectors and broadcasts 8 input values
-// into 16 vfmadd231ps. Tasks are rows of the output for one block of 32 channels; the block's
-// weights (73 KB) stay in L2 across all its rows.
+// The padded input is computed once per run (0.9 MB at the default shape), the repacked weights
+// once per block of output channels (see schedule_conv2d). The kernel vectorizes over output
+// channels: a tile of 2 x 16 output channels by 8 pixels of a row is held in 16 zmm accumulators
+// (conv, stored channel-innermost, computed per tile); for each (ci, ky, kx) it loads two weight
+// vectors and broadcasts 8 input values into 16 vfmadd231ps. Tasks are rows of the output for
+// one block of 32 channels; the block's weights (73 KB) stay in L2 across all its rows.
+//
 // The GPU kernel (target.gpu != None), as knobs whose defaults are the hand schedule: a tiled
 // direct convolution. A block computes a tile_x x tile_y (16 x 8) tile of pixels for tile_co (8)
 // output channels (blocks over pixel tiles and channel blocks); each thread owns one pixel of
@@ -91,7 +92,7 @@ void schedule_conv2d_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
 void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     const Target &target = ctx.target();
     if (target.has_gpu()) return schedule_conv2d_gpu(inst, ctx);
-    const int64_t CO = inst.shape[1], W = inst.shape[3];
+    const int64_t CI = inst.shape[0], CO = inst.shape[1], W = inst.shape[3];
     const int vec = std::max(1, target.vector_bits / 32);
     const int64_t hand_co = halved_to_fit(int64_t(2) * vec, CO);
     const int64_t hand_x = halved_to_fit(8, W);
@@ -121,7 +122,19 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
         .vectorize(coi, lanes);
     if (parallel) out.parallel(y);
     padded.compute_root().vectorize(x, vec);
-    w_packed.compute_root().vectorize(co, lanes);
+    // The weights are repacked per block of tile_co output channels (at coo), into a dense
+    // buffer of that block's channels (295 KB at 256 -> 256 channels, instead of a 128-byte
+    // stripe of every 1 KB row of a whole-tensor copy: the block's tiles stream it from L2). The
+    // repacking is a transpose (co moves innermost): blocks of lanes output channels by w_block
+    // input channels, so that the rows of w it gathers from stay in L1 until all their values
+    // are used. At 256 -> 256 channels, 14 x 14 pixels: 3.40 -> 2.95 ms on 1 thread.
+    const int64_t w_block = halved_to_fit(32, CI);
+    Var ci("ci"), cio("cio"), cii("cii"), kx("kx"), ky("ky"), wco("wco"), wci("wci");
+    w_packed.compute_at(out, coo)
+        .split(co, wco, wci, lanes)
+        .split(ci, cio, cii, w_block)
+        .reorder(wci, kx, ky, cii, cio, wco)
+        .vectorize(wci);
     conv.compute_at(out, conv_at == "xo" ? xo : y)
         .reorder_storage(co, x, y)
         .reorder(co, x, y)

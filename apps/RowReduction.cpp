@@ -71,4 +71,10 @@ int row_threads_knob(GeneratorContext &ctx) {
     return threads;
 }
 
+Var row_tasks(Func out, int64_t rows) {
+    Var y("y"), yo("yo"), yi("yi");
+    out.split(y, yo, yi, halved_to_fit(16, rows)).parallel(yo);
+    return yi;
+}
+
 } // namespace kiln::apps
