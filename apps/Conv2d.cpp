@@ -135,6 +135,9 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
         .split(ci, cio, cii, w_block)
         .reorder(wci, kx, ky, cii, cio, wco)
         .vectorize(wci);
+    // The block's repacking sits between two parallel loops over rows: its vectors of output
+    // channels run in parallel too (256 -> 256 channels, 14 x 14, 2 threads: 1.79 -> 1.52 ms).
+    if (parallel) w_packed.parallel(wco);
     conv.compute_at(out, conv_at == "xo" ? xo : y)
         .reorder_storage(co, x, y)
         .reorder(co, x, y)
