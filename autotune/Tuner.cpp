@@ -383,7 +383,11 @@ private:
     bool exhausted = false;
     int empty_proposals = 0;
     std::optional<double> best_ms;
-    TrainingRows prior; ///< other workloads' features on this target (the model strategy's)
+    /// The closing re-measurements (remeasure_best) of this invocation, per config hash: the
+    /// best and the hand schedule timed one after the other, under the same conditions.
+    std::map<std::string, double> closing_ms;
+    std::string hand_hash; ///< set by remeasure_best when the hand schedule applies
+    TrainingRows prior;    ///< other workloads' features on this target (the model strategy's)
     TuneResult result;
 };
 
@@ -411,6 +415,7 @@ void Tuner::record(const Candidate &c, Status status, const std::vector<double> 
     if (ok && (!best_ms || median < *best_ms)) best_ms = median;
     if (c.kind == Candidate::Kind::default_schedule && ok) result.default_ms = median;
     if (c.kind == Candidate::Kind::hand_schedule && ok) result.hand_ms = median;
+    if (c.kind == Candidate::Kind::remeasure && ok) closing_ms[c.hash] = median;
     if (c.kind == Candidate::Kind::search) {
         result.trials++;
         if (c.config) strategy->observe(ctx, *c.config, Outcome{status, median});
@@ -773,20 +778,21 @@ void Tuner::count_earlier_runs() {
 }
 
 /// Re-measures the best configs: a lucky measurement should not win. The hand schedule is
-/// measured again with them, so the summary compares the best with it by the medians of
-/// measurements taken under the same conditions (its first one, at the start of the run, shares
-/// the machine with the first builds).
+/// measured again with them, so the summary compares the best with it by measurements taken under
+/// the same conditions: its first one, at the start of the run, shares the machine with the first
+/// builds and the cold start of the workers (99.7 against 79.9 ms at matmul 2048³, 2 threads).
 void Tuner::remeasure_best() {
     std::vector<tuning_db::BestConfig> top = db.top_k(workload_id, target_id, opt.remeasure);
     std::optional<Candidate> hand;
     if (opt.baselines && result.hand_ms) {
         try {
             hand = baseline(Candidate::Kind::hand_schedule);
+            hand_hash = hand->hash;
         } catch (const CompileError &) {
             // The hand schedule was measured, so it applies; nothing to compare otherwise.
         }
         for (const tuning_db::BestConfig &b : top)
-            if (hand && b.config.hash == hand->hash) hand.reset();
+            if (hand && b.config.hash == hand->hash) hand.reset(); // re-measured as one of them
     }
     if (hand) {
         hand->kind = Candidate::Kind::remeasure;
@@ -801,12 +807,6 @@ void Tuner::remeasure_best() {
         queue.push_back(std::move(c));
     }
     drive(false);
-    if (hand) {
-        for (const tuning_db::BestConfig &b :
-             db.top_k(workload_id, target_id, std::numeric_limits<int>::max())) {
-            if (b.config.hash == hand->hash) result.hand_ms = b.median_ms;
-        }
-    }
 }
 
 void Tuner::print_summary(const std::optional<tuning_db::BestConfig> &b) {
@@ -857,7 +857,17 @@ void Tuner::print_summary(const std::optional<tuning_db::BestConfig> &b) {
             out << buf;
         };
         speedup("default", result.default_ms);
-        speedup("hand", result.hand_ms);
+        if (result.closing_best_ms && result.closing_hand_ms) {
+            // Both timed at the end, one after the other: the fair comparison (remeasure_best).
+            std::snprintf(buf, sizeof buf,
+                          "speedup over the hand schedule, both re-measured at the end (hand %.4g "
+                          "ms, best %.4g ms): %.2fx\n",
+                          *result.closing_hand_ms, *result.closing_best_ms,
+                          *result.closing_hand_ms / *result.closing_best_ms);
+            out << buf;
+        } else {
+            speedup("hand", result.hand_ms);
+        }
         out << "schedule as C++:\n" << result.best_cpp;
     } else {
         out << "no candidate ran correctly yet\n";
@@ -908,6 +918,12 @@ TuneResult Tuner::run() {
 
     std::optional<tuning_db::BestConfig> b = db.best(workload_id, target_id);
     if (b) take_best(*b, result);
+    if (b && !hand_hash.empty() && closing_ms.count(hand_hash)) {
+        result.closing_hand_ms = closing_ms[hand_hash];
+        // The hand schedule's time is its closing one, unless it is the best (take_best).
+        if (b->config.hash != hand_hash) result.hand_ms = result.closing_hand_ms;
+        if (closing_ms.count(b->config.hash)) result.closing_best_ms = closing_ms[b->config.hash];
+    }
 
     print_summary(b);
     return result;

@@ -139,7 +139,14 @@ struct TuneResult {
     std::map<std::string, int64_t> per_status;
     std::optional<double> best_ms;
     std::string best_config_json, best_trace_json, best_cpp;
+    /// The baselines' times. A re-measured hand schedule's is its closing re-measurement, unless
+    /// it is the best, whose time is the median of all its measurements (take_best).
     std::optional<double> default_ms, hand_ms;
+    /// The best config's and the hand schedule's closing re-measurements (--remeasure > 0), taken
+    /// one after the other at the end of the run; the summary's speedup over the hand schedule
+    /// is their ratio when both exist. Unset when either was not re-measured (a stopped run, no
+    /// hand schedule, --remeasure 0, or a re-measurement that failed).
+    std::optional<double> closing_best_ms, closing_hand_ms;
     double elapsed_s = 0;
     /// What the database knew of other workloads on the target when the run started (the model
     /// strategy's prior training rows, loaded by `model` and by `bandit`, which has a model arm).
