@@ -2,8 +2,10 @@
 // In kiln's x-first indexing: in(x, y, ci) is in[ci][y][x] (extents W, H, C_in), the weights
 // w(kx, ky, ci, co) are w[co][ci][ky][kx] (OIHW; extents 3, 3, C_in, C_out) and the output
 // out(x, y, co) is out[co][y][x] (extents W, H, C_out).
-//   out(x, y, co) = sum over ci, ky, kx of w(kx, ky, ci, co) * in_padded(x + kx - 1, y + ky - 1,
+//   out(x, y, co) = sum over ky, kx, ci of w(kx, ky, ci, co) * in_padded(x + kx - 1, y + ky - 1,
 //   ci)
+// with ci the innermost term of the sum (the RDom's r.x), as in Halide's conv_layer: the kernel's
+// inner loop then walks the input and the weights along channels.
 #include "apps/Builtin.h"
 #include "lang/BoundaryConditions.h"
 #include "lang/IROperator.h"
@@ -23,13 +25,13 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape) {
     Var x("x"), y("y"), c("c"), co("co"), kx("kx"), ky("ky"), ci("ci");
     Func padded("padded"), w_packed("w_packed"), conv("conv"), out("conv2d");
     padded(x, y, c) = constant_exterior(in, 0.f)(x, y, c);
-    // The weights with the output channel innermost, so that a schedule can vectorize over it
-    // (inlined, it is w itself).
-    w_packed(co, kx, ky, ci) = w(kx, ky, ci, co);
-    RDom r({{0, 3}, {0, 3}, {0, CI}}, "r");
+    // The weights with the output channel innermost, so that a schedule can vectorize over it,
+    // and then the input channel, the sum's inner term (inlined, it is w itself).
+    w_packed(co, ci, kx, ky) = w(kx, ky, ci, co);
+    RDom r({{0, CI}, {0, 3}, {0, 3}}, "r");
     conv(x, y, co) = 0.f;
     conv(x, y, co) =
-        fma(w_packed(co, r.x, r.y, r.z), padded(x + r.x - 1, y + r.y - 1, r.z), conv(x, y, co));
+        fma(w_packed(co, r.x, r.y, r.z), padded(x + r.y - 1, y + r.z - 1, r.x), conv(x, y, co));
     out(x, y, co) = conv(x, y, co);
     inst.inputs = {in, w};
     inst.input_data = {random_buffer(Float(32), {W, H, CI}, "in", 41, -1, 1),
@@ -42,10 +44,11 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape) {
 
 // The padded input is computed once per run (0.9 MB at the default shape), the repacked weights
 // once per block of output channels (see schedule_conv2d). The kernel vectorizes over output
-// channels: a tile of 2 x 16 output channels by 8 pixels of a row is held in 16 zmm accumulators
-// (conv, stored channel-innermost, computed per tile); for each (ci, ky, kx) it loads two weight
-// vectors and broadcasts 8 input values into 16 vfmadd231ps. Tasks are rows of the output for
-// one block of 32 channels; the block's weights (73 KB) stay in L2 across all its rows.
+// channels: a tile of 2 x 16 output channels by 7 or 8 pixels of a row (pixel_tile) is held in 14
+// or 16 zmm accumulators (conv, stored channel-innermost, computed per tile); for each (ky, kx, ci)
+// it loads two weight vectors and broadcasts one input value per pixel into 2 vfmadd231ps each.
+// Tasks are blocks of 32 output channels (rows of the one block when there is only one); a block's
+// weights (73 KB at 64 input channels) stay in L2 across all its rows.
 //
 // The GPU kernel (target.gpu != None), as knobs whose defaults are the hand schedule: a tiled
 // direct convolution. A block computes a tile_x x tile_y (16 x 8) tile of pixels for tile_co (8)
@@ -86,24 +89,44 @@ void schedule_conv2d_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
     }
 }
 
+// The hand schedule's tile of pixels along a row: of 8 and the widths below it down to 4, the
+// one that computes the fewest pixels per row (ceil(W / t) t), the widest on ties. A 14-pixel
+// row is two tiles of 7, not two of 8 that compute 16 (256 -> 256 channels, 14 x 14, 1 thread:
+// 2.67 -> 2.36 ms, interleaved).
+int64_t pixel_tile(int64_t W) {
+    if (W <= 8) return W;
+    int64_t best = 8;
+    for (int64_t t = 7; t >= 4; t--) {
+        if ((W + t - 1) / t * t < (W + best - 1) / best * best) best = t;
+    }
+    return best;
+}
+
 // The CPU schedule, as knobs whose defaults are the hand schedule, the template the tuner
 // searches: the tile of output channels and its vector width, the pixel tile, where conv is
-// computed, what is unrolled, and whether rows run in parallel.
+// computed, what is unrolled, and what runs in parallel.
 void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     const Target &target = ctx.target();
     if (target.has_gpu()) return schedule_conv2d_gpu(inst, ctx);
     const int64_t CI = inst.shape[0], CO = inst.shape[1], W = inst.shape[3];
     const int vec = std::max(1, target.vector_bits / 32);
     const int64_t hand_co = halved_to_fit(int64_t(2) * vec, CO);
-    const int64_t hand_x = halved_to_fit(8, W);
+    const int64_t hand_x = pixel_tile(W);
     const int lanes =
         int(ctx.knob("lanes", hand_first(std::min<int64_t>(vec, hand_co), {4, 8, 16})));
     const int tile_co = int(ctx.knob("tile_co", hand_first(hand_co, powers_of_two(4, 64))));
-    const int tile_x = int(ctx.knob("tile_x", hand_first(hand_x, {1, 2, 4, 6, 8, 12, 16})));
+    const int tile_x = int(ctx.knob("tile_x", hand_first(hand_x, {1, 2, 4, 6, 7, 8, 12, 14, 16})));
     const std::string conv_at = ctx.knob_choice("conv_at", {"xo", "y"});
     const bool unroll_x = ctx.knob("unroll_x", {1, 0}) != 0;
-    const bool unroll_rx = ctx.knob("unroll_rx", {1, 0}) != 0;
+    const bool unroll_kx = ctx.knob("unroll_kx", {1, 0}) != 0;
     const bool parallel = ctx.knob("parallel", {1, 0}) != 0;
+    // The tasks: blocks of output channels when there are at least two (each task repacks its
+    // block's weights, with no barrier between), else rows of one block.
+    const bool hand_blocks = (CO + hand_co - 1) / hand_co >= 2;
+    const bool over_blocks =
+        ctx.knob_choice("parallel_over",
+                        hand_blocks ? std::vector<std::string>{"co_blocks", "rows"}
+                                    : std::vector<std::string>{"rows", "co_blocks"}) == "co_blocks";
     ctx.constraint("lanes <= natural vector width (" + std::to_string(vec) + ")",
                    lanes <= std::max(4, vec));
     ctx.constraint("tile_co is a multiple of lanes and <= C_out",
@@ -115,13 +138,17 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
 
     Func out = inst.output, padded = inst.stages[0], w_packed = inst.stages[1],
          conv = inst.stages[2];
-    Var x("x"), y("y"), co("co"), xo("xo"), xi("xi"), coo("coo"), coi("coi"), cv("cv");
+    Var x("x"), y("y"), c("c"), co("co"), xo("xo"), xi("xi"), coo("coo"), coi("coi"), cv("cv");
     out.split(co, coo, coi, tile_co)
         .split(x, xo, xi, tile_x)
         .reorder(coi, xi, xo, y, coo)
         .vectorize(coi, lanes);
-    if (parallel) out.parallel(y);
+    if (parallel) out.parallel(over_blocks ? coo : y);
+    // Stored as the input is (planes of channels): a channel-innermost copy would let the
+    // kernel's broadcasts walk along the sum's inner term, but its gathers cost more than that
+    // gains (64 -> 64 channels, 56 x 56, 1 thread: 2.39 against 2.31 ms, interleaved).
     padded.compute_root().vectorize(x, vec);
+    if (parallel) padded.parallel(c);
     // The weights are repacked per block of tile_co output channels (at coo), into a dense
     // buffer of that block's channels (295 KB at 256 -> 256 channels, instead of a 128-byte
     // stripe of every 1 KB row of a whole-tensor copy: the block's tiles stream it from L2). The
@@ -135,16 +162,18 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
         .split(ci, cio, cii, w_block)
         .reorder(wci, kx, ky, cii, cio, wco)
         .vectorize(wci);
-    // The block's repacking sits between two parallel loops over rows: its vectors of output
-    // channels run in parallel too (256 -> 256 channels, 14 x 14, 2 threads: 1.79 -> 1.52 ms).
-    if (parallel) w_packed.parallel(wco);
+    // With tasks of rows, the block's repacking sits between two parallel loops: its vectors of
+    // output channels run in parallel too (256 -> 256 channels, 14 x 14, 2 threads: 1.79 -> 1.52
+    // ms). Tasks of blocks of channels are faster still where there are enough blocks (1.44 ->
+    // 1.27 ms there, 1.25 -> 1.19 ms at 64 -> 64 channels, 56 x 56; interleaved).
+    if (parallel && !over_blocks) w_packed.parallel(wco);
     conv.compute_at(out, conv_at == "xo" ? xo : y)
         .reorder_storage(co, x, y)
         .reorder(co, x, y)
         .vectorize(co, lanes);
-    // The reduction's own loops keep their order (r.x innermost): another order would sum the
-    // products in another order. RoundUp: conv's region is exactly tile_co channels, a multiple
-    // of the vector: no guard.
+    // The reduction's own loops keep their order (r.x, the input channel, innermost): another
+    // order would sum the products in another order. unroll_kx unrolls r.y, the 3 taps of a row.
+    // RoundUp: conv's region is exactly tile_co channels, a multiple of the vector: no guard.
     Stage up = conv.update(0);
     up.split(co, co, cv, lanes, TailStrategy::RoundUp)
         .reorder(cv, co, x, y, VarOrRVar("r.x", true), VarOrRVar("r.y", true),
@@ -152,7 +181,7 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
         .vectorize(cv)
         .unroll(co);
     if (unroll_x) up.unroll(x);
-    if (unroll_rx) up.unroll(VarOrRVar("r.x", true));
+    if (unroll_kx) up.unroll(VarOrRVar("r.y", true));
 }
 
 BufferBase reference_conv2d(const OperatorInstance &inst) {

@@ -569,7 +569,7 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
                 *std::find_if(per_block.begin(), per_block.end(),
                               [&](const GPUShape::Producer &q) { return q.name == p.name(); });
             auto threads_of = [&](Stage st, std::vector<VarOrRVar> order,
-                                  const std::optional<VarOrRVar> &outer) {
+                                  const std::vector<VarOrRVar> &outer) {
                 std::vector<VarOrRVar> thread_dims, points;
                 for (size_t i = 0; i < info.block_map->size(); i++) {
                     const std::string &v = p.args()[i];
@@ -589,33 +589,42 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
                              points.end());
                 for (const VarOrRVar &t : thread_dims)
                     order.push_back(t);
-                if (outer) order.push_back(*outer);
+                order.insert(order.end(), outer.begin(), outer.end());
                 if (order.size() > 1) st.reorder(order);
                 if (thread_dims.size() == 1) st.gpu_threads(thread_dims[0]);
                 if (thread_dims.size() == 2) st.gpu_threads(thread_dims[0], thread_dims[1]);
                 if (thread_dims.size() == 3)
                     st.gpu_threads(thread_dims[0], thread_dims[1], thread_dims[2]);
             };
-            threads_of(Stage(p.function(), 0), {}, std::nullopt);
+            threads_of(Stage(p.function(), 0), {}, {});
             const int last = p.num_updates() - 1;
             for (int u = 0; u < last; u++)
-                threads_of(p.update(u), rvars_of(p, u), std::nullopt);
+                threads_of(p.update(u), rvars_of(p, u), {});
             if (last < 0) continue;
             const int64_t step = info.rvar.empty() ? 1 : c.i(p.name() + "_r_step");
             if (step == 1) {
-                threads_of(p.update(last), rvars_of(p, last), std::nullopt);
+                threads_of(p.update(last), rvars_of(p, last), {});
                 continue;
             }
             // The stepped RVar: its steps outside the threads, the values of a step inside
-            // them, where the other RVars are.
+            // them, with the RVars inner to it. The RVars outer to it stay outer to its steps
+            // (the update's RVars keep their order), outside the threads too: a conv2d summing
+            // over (ky, kx, ci) with ci innermost steps through ci once per tap.
             const VarOrRVar r(info.rvar, true), ro(info.rvar + "_o", true),
                 ri(info.rvar + "_i", true);
             Stage up = p.update(last);
             up.split(r, ro, ri, int(step));
-            std::vector<VarOrRVar> inner;
-            for (const VarOrRVar &v : rvars_of(p, last))
-                inner.push_back(v.name() == info.rvar ? ri : v);
-            threads_of(up, inner, ro);
+            std::vector<VarOrRVar> inner, outer{ro};
+            bool past = false;
+            for (const VarOrRVar &v : rvars_of(p, last)) {
+                if (v.name() == info.rvar) {
+                    inner.push_back(ri);
+                    past = true;
+                } else {
+                    (past ? outer : inner).push_back(v);
+                }
+            }
+            threads_of(up, inner, outer);
             for (const StagedRead &read : info.staged) {
                 if (!c.b(p.name() + "_stage_" + read.name)) continue;
                 std::optional<Func> w;

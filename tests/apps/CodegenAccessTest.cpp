@@ -208,4 +208,32 @@ TEST(CodegenAccess, AnOutputsTileOfSumsStaysInRegistersInItsRfactorIntermediate)
     }
 }
 
+// conv2d's hand schedule on a 14-pixel-wide image: tiles of 7 pixels (two per row, none
+// computing a pixel past the row) by two vectors of 16 output channels. The input-channel loop,
+// the sum's innermost, keeps the tile's 14 sums in registers (14 vector phis, no store); its body
+// is 14 FMAs of 16 lanes from 2 dense weight loads and 7 broadcast input values (no gather). The
+// result matches the reference.
+TEST(CodegenAccess, Conv2dKernelHoldsATileOf7PixelsBy32ChannelsInRegisters) {
+    const apps::Operator &op = apps::find_operator("conv2d");
+    apps::OperatorInstance inst = op.make({64, 64, 14, 14});
+    op.hand_schedule(inst, avx512_target());
+    LoweredFunc lowered = inst.pipeline().lower();
+    std::string ir = compile_to_llvm_module(lowered, avx512_target()).llvm_ir();
+    std::string body = block_of(ir, "conv.s1.r.x.body");
+    ASSERT_FALSE(body.empty()) << ir;
+    EXPECT_EQ(body.find("store "), std::string::npos) << body;
+    EXPECT_EQ(body.find("gather"), std::string::npos) << body;
+    auto count = [&](const std::string &what) {
+        size_t n = 0;
+        for (size_t at = body.find(what); at != std::string::npos; at = body.find(what, at + 1))
+            n++;
+        return n;
+    };
+    EXPECT_EQ(count("= phi <16 x float>"), 14u) << body;
+    EXPECT_EQ(count("@llvm.fma.v16f32("), 14u) << body;
+    EXPECT_EQ(count("= load <16 x float>"), 2u) << body; // the weights of 32 channels
+    EXPECT_EQ(count("= load float"), 7u) << body;        // an input value per pixel, broadcast
+    EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
+}
+
 } // namespace kiln

@@ -40,10 +40,13 @@ TEST_P(OperatorSchedules, DefaultScheduleMatchesTheReference) {
     EXPECT_LE(err, op.tolerance) << op.name << " at " << shape_to_string(inst.shape);
 }
 
+// conv2d 20x64x6x14: input channels in blocks with a tail, two or more blocks of output channels
+// (tasks of blocks), 14-pixel rows (two tiles of 7).
 INSTANTIATE_TEST_SUITE_P(Apps, OperatorSchedules,
                          testing::Values(Case{"matmul", {64, 96, 40}}, Case{"matmul", {37, 53, 29}},
                                          Case{"matmul", {5, 3, 7}}, Case{"conv2d", {4, 32, 8, 16}},
-                                         Case{"conv2d", {3, 19, 7, 11}}, Case{"blur", {64, 40}},
+                                         Case{"conv2d", {3, 19, 7, 11}},
+                                         Case{"conv2d", {20, 64, 6, 14}}, Case{"blur", {64, 40}},
                                          Case{"blur", {37, 23}}, Case{"blur_u16", {80, 40}},
                                          Case{"blur_u16", {37, 23}}, Case{"softmax", {8, 200}},
                                          Case{"softmax", {7, 37}}, Case{"layernorm", {8, 200}},

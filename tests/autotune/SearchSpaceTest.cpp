@@ -391,8 +391,9 @@ TEST(SearchSpace, BlurAndConv2dTemplatesScheduleCorrectly) {
                                  {"tile_x", 8},
                                  {"conv_at", "xo"},
                                  {"unroll_x", 1},
-                                 {"unroll_rx", 0},
-                                 {"parallel", 1}}}};
+                                 {"unroll_kx", 0},
+                                 {"parallel", 1},
+                                 {"parallel_over", "co_blocks"}}}};
     for (const Case &c : cases) {
         const apps::Operator &op = apps::find_operator(c.op);
         std::vector<int64_t> shape = apps::parse_shape(op, c.shape);
