@@ -918,11 +918,15 @@ TuneResult Tuner::run() {
 
     std::optional<tuning_db::BestConfig> b = db.best(workload_id, target_id);
     if (b) take_best(*b, result);
-    if (b && !hand_hash.empty() && closing_ms.count(hand_hash)) {
-        result.closing_hand_ms = closing_ms[hand_hash];
+    auto closing = [&](const std::string &hash) -> std::optional<double> {
+        auto it = closing_ms.find(hash);
+        return it == closing_ms.end() ? std::nullopt : std::optional<double>(it->second);
+    };
+    if (b && !hand_hash.empty()) result.closing_hand_ms = closing(hand_hash);
+    if (result.closing_hand_ms) {
         // The hand schedule's time is its closing one, unless it is the best (take_best).
         if (b->config.hash != hand_hash) result.hand_ms = result.closing_hand_ms;
-        if (closing_ms.count(b->config.hash)) result.closing_best_ms = closing_ms[b->config.hash];
+        result.closing_best_ms = closing(b->config.hash);
     }
 
     print_summary(b);

@@ -131,6 +131,14 @@ std::string block_of(const std::string &ir, const std::string &label) {
     return ir.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
 }
 
+/// How many times `what` occurs in `text`.
+size_t occurrences(const std::string &text, const std::string &what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+        n++;
+    return n;
+}
+
 } // namespace
 
 // A reduction into an output, written as users write one (C(j, i) += A(k, i) * B(j, k)), with k
@@ -191,11 +199,7 @@ TEST(CodegenAccess, AnOutputsTileOfSumsStaysInRegistersInItsRfactorIntermediate)
     std::string body = block_of(ir, "sums_C_tile.s1.k.x.body");
     ASSERT_FALSE(body.empty()) << ir;
     EXPECT_EQ(body.find("store "), std::string::npos) << body;
-    size_t phis = 0;
-    for (size_t at = body.find("= phi <16 x float>"); at != std::string::npos;
-         at = body.find("= phi <16 x float>", at + 1))
-        phis++;
-    EXPECT_EQ(phis, 8u) << body;
+    EXPECT_EQ(occurrences(body, "= phi <16 x float>"), 8u) << body;
 
     Buffer<float> a = ramp_input(64, 8, "sums_A"), b = ramp_input(64, 64, "sums_B");
     A.set(a);
@@ -223,16 +227,10 @@ TEST(CodegenAccess, Conv2dKernelHoldsATileOf7PixelsBy32ChannelsInRegisters) {
     ASSERT_FALSE(body.empty()) << ir;
     EXPECT_EQ(body.find("store "), std::string::npos) << body;
     EXPECT_EQ(body.find("gather"), std::string::npos) << body;
-    auto count = [&](const std::string &what) {
-        size_t n = 0;
-        for (size_t at = body.find(what); at != std::string::npos; at = body.find(what, at + 1))
-            n++;
-        return n;
-    };
-    EXPECT_EQ(count("= phi <16 x float>"), 14u) << body;
-    EXPECT_EQ(count("@llvm.fma.v16f32("), 14u) << body;
-    EXPECT_EQ(count("= load <16 x float>"), 2u) << body; // the weights of 32 channels
-    EXPECT_EQ(count("= load float"), 7u) << body;        // an input value per pixel, broadcast
+    EXPECT_EQ(occurrences(body, "= phi <16 x float>"), 14u) << body;
+    EXPECT_EQ(occurrences(body, "@llvm.fma.v16f32("), 14u) << body;
+    EXPECT_EQ(occurrences(body, "= load <16 x float>"), 2u) << body; // the weights of 32 channels
+    EXPECT_EQ(occurrences(body, "= load float"), 7u) << body; // an input value per pixel, broadcast
     EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
 }
 
