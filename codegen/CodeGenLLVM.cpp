@@ -97,6 +97,9 @@ struct FunctionState {
     /// Descriptors made by kiln_device_buffer_wrap live at the current point, released on every
     /// error return.
     std::vector<llvm::Value *> device_wraps;
+    /// The int64 form of int32 index values (CodeGen::wide_index), each placed just after the
+    /// value it widens, so that it is available wherever that value is.
+    std::map<llvm::Value *, llvm::Value *> wide;
 };
 
 class CodeGen : public IRVisitor {
@@ -345,19 +348,61 @@ private:
 
     /// The address of element `index` of a buffer. An index `e + c` with a small constant c
     /// is addressed as (base + e) + c, so that neighbouring accesses share their address
-    /// arithmetic (x86 folds c into the instruction). Indices are int32 and sign-extended; the
-    /// split differs from sext(e + c) only when e + c wraps around, which an in-bounds access
-    /// cannot do unless the buffer holds more than 2^31 - 2^16 elements.
+    /// arithmetic (x86 folds c into the instruction). Indices are int32; they are widened to
+    /// int64 by wide_index. Both differ from sext(e + c) only when part of the index wraps
+    /// around, which an in-bounds access cannot do unless the buffer holds more than
+    /// 2^31 - 2^16 elements.
     llvm::Value *element_pointer(llvm::Type *element, llvm::Value *base, llvm::Value *index) {
         auto *add = llvm::dyn_cast<llvm::BinaryOperator>(index);
         if (add && add->getOpcode() == llvm::Instruction::Add) {
             auto *c = llvm::dyn_cast<llvm::ConstantInt>(add->getOperand(1));
             if (c && c->getSExtValue() > -65536 && c->getSExtValue() < 65536) {
-                llvm::Value *row = builder.CreateGEP(element, base, add->getOperand(0));
+                llvm::Value *row = builder.CreateGEP(element, base, wide_index(add->getOperand(0)));
                 return builder.CreateGEP(element, row, builder.getInt64(c->getSExtValue()));
             }
         }
-        return builder.CreateGEP(element, base, index);
+        return builder.CreateGEP(element, base, wide_index(index));
+    }
+
+    /// An int32 index as an int64: sums, differences and products are widened operand by
+    /// operand, down to loop counters, loads, divisions and the other leaves, which are
+    /// sign-extended. kiln's int32 arithmetic wraps, so sext(i * stride + j) cannot be split by
+    /// LLVM; split here, a loop counter's sign extension is all that is left, which LLVM
+    /// removes by counting in int64 (its increment is nsw), and the address becomes a pointer
+    /// bumped by a constant. The int64 operations are nsw: each is exact as long as the int32
+    /// operation it stands for does not wrap, as above.
+    llvm::Value *wide_index(llvm::Value *v, int depth = 8) {
+        llvm::Type *i64 = builder.getInt64Ty();
+        if (!v->getType()->isIntegerTy(32)) return v;
+        if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(v))
+            return builder.getInt64(c->getSExtValue());
+        if (auto it = state.wide.find(v); it != state.wide.end()) return it->second;
+        llvm::IRBuilderBase::InsertPointGuard guard(builder);
+        auto *op = llvm::dyn_cast<llvm::BinaryOperator>(v);
+        auto opcode = op ? op->getOpcode() : llvm::Instruction::BinaryOpsEnd;
+        bool splits = opcode == llvm::Instruction::Add || opcode == llvm::Instruction::Sub ||
+                      opcode == llvm::Instruction::Mul;
+        llvm::Value *w;
+        if (splits && depth > 0) {
+            llvm::Value *a = wide_index(op->getOperand(0), depth - 1);
+            llvm::Value *b = wide_index(op->getOperand(1), depth - 1);
+            builder.SetInsertPoint(op->getParent(), std::next(op->getIterator()));
+            w = builder.CreateBinOp(opcode, a, b, v->getName() + ".wide");
+            llvm::cast<llvm::BinaryOperator>(w)->setHasNoSignedWrap(true);
+        } else {
+            if (auto *i = llvm::dyn_cast<llvm::Instruction>(v)) {
+                llvm::BasicBlock *block = i->getParent();
+                builder.SetInsertPoint(block, llvm::isa<llvm::PHINode>(i)
+                                                  ? block->getFirstInsertionPt()
+                                                  : std::next(i->getIterator()));
+            } else {
+                llvm::BasicBlock &entry = state.function->getEntryBlock();
+                builder.SetInsertPoint(&entry, entry.getFirstInsertionPt());
+            }
+            w = builder.CreateSExt(v, i64, v->getName() + ".wide");
+        }
+        state.wide[v] = w;
+        return w;
     }
 
     static const Ramp *dense_ramp(const Expr &index) {

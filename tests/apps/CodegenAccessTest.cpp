@@ -234,4 +234,29 @@ TEST(CodegenAccess, Conv2dKernelHoldsATileOf7PixelsBy32ChannelsInRegisters) {
     EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
 }
 
+// Addresses are computed in 64 bits (CodeGen::wide_index): layernorm's output loop reads three
+// inputs and writes its output through indices that are sums of the loop counter and row
+// offsets, which LLVM turns into pointers bumped by a constant; no index is sign-extended in the
+// loop (with int32 sums, one was per access, each iteration). Likewise conv2d's kernel.
+TEST(CodegenAccess, InnerLoopsAddressInSixtyFourBitsWithoutSignExtensions) {
+    const apps::Operator &op = apps::find_operator("layernorm");
+    apps::OperatorInstance inst = op.make({512, 32});
+    op.hand_schedule(inst, avx512_target());
+    std::string ir = compile_to_llvm_module(inst.pipeline().lower(), avx512_target()).llvm_ir();
+    std::string body = block_of(ir, "\"layernorm.s0.x$1.body\"");
+    ASSERT_FALSE(body.empty()) << ir;
+    EXPECT_EQ(occurrences(body, "= getelementptr float, ptr %"), 4u) << body;
+    EXPECT_EQ(occurrences(body, "store <16 x float>"), 1u) << body;
+    EXPECT_EQ(body.find(" sext "), std::string::npos) << body;
+    EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
+
+    const apps::Operator &conv = apps::find_operator("conv2d");
+    apps::OperatorInstance c = conv.make({64, 64, 14, 14});
+    conv.hand_schedule(c, avx512_target());
+    ir = compile_to_llvm_module(c.pipeline().lower(), avx512_target()).llvm_ir();
+    body = block_of(ir, "conv.s1.r.x.body");
+    ASSERT_FALSE(body.empty()) << ir;
+    EXPECT_EQ(body.find(" sext "), std::string::npos) << body;
+}
+
 } // namespace kiln
