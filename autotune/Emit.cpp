@@ -7,6 +7,7 @@
 #include "codegen/AOT.h"
 #include "codegen/Target.h"
 #include "driver/Pipeline.h"
+#include "lang/Error.h"
 #include "schedule/ScheduleTrace.h"
 #include "tuning_db/TuningDB.h"
 
@@ -50,14 +51,14 @@ EmitResult emit_best(const EmitOptions &opt, std::ostream &err) {
             << (target.has_gpu() ? " --target " + opt.target : std::string()) << "` to tune it)\n";
         op.hand_schedule(inst, target);
     }
-    OutputSet outputs = OutputSet::in_directory(
-        opt.out_dir, name, {OutputKind::Object, OutputKind::StaticLibrary, OutputKind::CHeader});
+    if (opt.kinds.empty()) user_error("kiln compile: no output kind to emit");
+    OutputSet outputs = OutputSet::in_directory(opt.out_dir, name, opt.kinds);
     // The operator's own input order (e.g. matmul(A, B, C)), whatever the schedule reads first.
     std::vector<std::string> argument_order;
     for (const ImageParam &in : inst.inputs)
         argument_order.push_back(in.name());
     inst.pipeline().compile_to(outputs, name, target, argument_order);
-    for (OutputKind k : {OutputKind::Object, OutputKind::StaticLibrary, OutputKind::CHeader})
+    for (OutputKind k : opt.kinds)
         result.files.push_back(outputs.path(k));
     return result;
 }

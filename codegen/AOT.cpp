@@ -174,6 +174,19 @@ OutputKind parse_output_kind(const std::string &name) {
     user_error("unknown output kind '", name, "' (known: ", known, ")");
 }
 
+std::vector<OutputKind> parse_output_kinds(const std::string &names) {
+    std::vector<OutputKind> kinds;
+    std::stringstream stream(names);
+    std::string name;
+    while (std::getline(stream, name, ',')) {
+        if (name.empty()) continue;
+        OutputKind kind = parse_output_kind(name);
+        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+    }
+    if (kinds.empty()) user_error("no output kind named in '", names, "'");
+    return kinds;
+}
+
 OutputSet OutputSet::in_directory(const std::string &dir, const std::string &base,
                                   const std::vector<OutputKind> &kinds) {
     OutputSet s;

@@ -45,6 +45,9 @@ std::string output_suffix(OutputKind k);
 std::string output_kind_name(OutputKind k);
 /// Parses output_kind_name(); CompileError listing the known names otherwise.
 OutputKind parse_output_kind(const std::string &name);
+/// Parses a comma-separated list of names ("object,c_header"), each kind once, in the order
+/// first named; CompileError for an unknown name or an empty list.
+std::vector<OutputKind> parse_output_kinds(const std::string &names);
 
 /// Which files to write: one path per kind.
 struct OutputSet {

@@ -401,11 +401,7 @@ int kiln_generator_main(int argc, char **argv) {
         if (function.empty()) function = generator;
         if (file_base.empty()) file_base = function;
         check_c_identifier(function, "function name");
-        std::vector<OutputKind> kinds;
-        for (const std::string &k : split(emit, ',')) {
-            OutputKind kind = parse_output_kind(k);
-            if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
-        }
+        std::vector<OutputKind> kinds = parse_output_kinds(emit);
         if (targets.empty()) targets.push_back("host");
         OutputSet outputs = OutputSet::in_directory(out_dir, file_base, kinds);
         if (targets.size() == 1) {

@@ -203,6 +203,12 @@ static int run_kiln(int argc, char **argv) {
         ->default_str("host");
     compile_cmd->add_option("--threads", emit.threads,
                             "the thread count the schedule was tuned with (default: all cores)");
+    std::string emit_kinds = "object,static_library,c_header";
+    compile_cmd
+        ->add_option("-e,--emit", emit_kinds,
+                     "files to write, comma-separated: object, static_library, c_header, "
+                     "assembly, llvm_ir, lowered_stmt, metadata, opencl_source, cuda_source")
+        ->default_str(emit_kinds);
 
     // kiln lock update
     CLI::App *lock_cmd = app.add_subcommand("lock", "the lockfile of shape-dispatched kernels");
@@ -346,6 +352,7 @@ static int run_kiln(int argc, char **argv) {
         }
         if (*compile_cmd) {
             emit.shape = shape_of(emit.op, emit_shape);
+            emit.kinds = parse_output_kinds(emit_kinds);
             autotune::EmitResult r = autotune::emit_best(emit, std::cerr);
             if (r.tuned) std::printf("tuned schedule (%.4g ms measured)\n", r.tuned_ms);
             for (const std::string &f : r.files)

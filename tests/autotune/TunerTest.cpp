@@ -615,6 +615,43 @@ TEST(Tuner, CompileEmitsTheOperatorsInputOrder) {
         << read_file(r.files[2]);
 }
 
+// `kiln compile --emit assembly,llvm_ir,lowered_stmt`: every level of the emitted kernel, in the
+// order asked for; a kind named twice is written once; an unknown name lists the known ones.
+TEST(Tuner, CompileEmitsTheKindsAskedFor) {
+    TempDir dir;
+    EmitOptions e;
+    e.op = "blur";
+    e.shape = {64, 48};
+    e.db_path = dir / "none.db";
+    e.out_dir = dir / "levels";
+    e.threads = 1;
+    e.kinds = parse_output_kinds("lowered_stmt,assembly,llvm_ir,assembly");
+    std::ostringstream warn;
+    EmitResult r = emit_best(e, warn);
+    ASSERT_EQ(r.files.size(), 3u);
+    EXPECT_EQ(r.files[0], dir / "levels/blur.stmt");
+    EXPECT_EQ(r.files[1], dir / "levels/blur.s");
+    EXPECT_EQ(r.files[2], dir / "levels/blur.ll");
+    EXPECT_NE(read_file(r.files[0]).find("for "), std::string::npos) << read_file(r.files[0]);
+    EXPECT_NE(read_file(r.files[1]).find("blur:"), std::string::npos);
+    EXPECT_NE(read_file(r.files[2]).find("define i32 @blur("), std::string::npos);
+    EXPECT_FALSE(fs::exists(dir / "levels/blur.o"));
+    try {
+        parse_output_kinds("assembly,asm");
+        FAIL() << "no error";
+    } catch (const CompileError &err) {
+        EXPECT_NE(std::string(err.what()).find("unknown output kind 'asm' (known: object, "),
+                  std::string::npos)
+            << err.what();
+    }
+    try {
+        parse_output_kinds(",");
+        FAIL() << "no error";
+    } catch (const CompileError &err) {
+        EXPECT_STREQ(err.what(), "no output kind named in ','");
+    }
+}
+
 TEST(Tuner, BadOptionsAreClearErrors) {
     TempDir dir;
     std::ostringstream out, err;
