@@ -350,8 +350,8 @@ private:
     /// is addressed as (base + e) + c, so that neighbouring accesses share their address
     /// arithmetic (x86 folds c into the instruction). Indices are int32; they are widened to
     /// int64 by wide_index. Both differ from sext(e + c) only when part of the index wraps
-    /// around, which an in-bounds access cannot do unless the buffer holds more than
-    /// 2^31 - 2^16 elements.
+    /// around, which an in-bounds access does only through an index expression that overflows
+    /// int32 on purpose, or in a buffer of more than 2^31 - 2^16 elements.
     llvm::Value *element_pointer(llvm::Type *element, llvm::Value *base, llvm::Value *index) {
         auto *add = llvm::dyn_cast<llvm::BinaryOperator>(index);
         if (add && add->getOpcode() == llvm::Instruction::Add) {
@@ -372,7 +372,6 @@ private:
     /// bumped by a constant. The int64 operations are nsw: each is exact as long as the int32
     /// operation it stands for does not wrap, as above.
     llvm::Value *wide_index(llvm::Value *v, int depth = 8) {
-        llvm::Type *i64 = builder.getInt64Ty();
         if (!v->getType()->isIntegerTy(32)) return v;
         if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(v))
             return builder.getInt64(c->getSExtValue());
@@ -399,7 +398,7 @@ private:
                 llvm::BasicBlock &entry = state.function->getEntryBlock();
                 builder.SetInsertPoint(&entry, entry.getFirstInsertionPt());
             }
-            w = builder.CreateSExt(v, i64, v->getName() + ".wide");
+            w = builder.CreateSExt(v, builder.getInt64Ty(), v->getName() + ".wide");
         }
         state.wide[v] = w;
         return w;

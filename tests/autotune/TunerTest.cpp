@@ -650,6 +650,13 @@ TEST(Tuner, CompileEmitsTheKindsAskedFor) {
     } catch (const CompileError &err) {
         EXPECT_STREQ(err.what(), "no output kind named in ','");
     }
+    e.kinds.clear();
+    try {
+        emit_best(e, warn);
+        FAIL() << "no error";
+    } catch (const CompileError &err) {
+        EXPECT_STREQ(err.what(), "kiln compile: no output kind to emit");
+    }
 }
 
 TEST(Tuner, BadOptionsAreClearErrors) {
