@@ -29,6 +29,9 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape) {
     // and then the input channel, the sum's inner term (inlined, it is w itself).
     w_packed(co, ci, kx, ky) = w(kx, ky, ci, co);
     RDom r({{0, CI}, {0, 3}, {0, 3}}, "r");
+    // The taps of a row above or below the image read only zero padding: the update skips them
+    // (the lowering trims r.z's loop to the rows inside, 2 of 3 on the first and last row).
+    r.where(y + r.z - 1 >= 0 && y + r.z - 1 < H);
     conv(x, y, co) = 0.f;
     conv(x, y, co) =
         fma(w_packed(co, r.x, r.y, r.z), padded(x + r.y - 1, y + r.z - 1, r.x), conv(x, y, co));

@@ -296,13 +296,36 @@ void FuncRef::define(std::vector<Expr> values) {
                    "on the left as argument ",
                    pos - f.args.begin(), " as in ", site(f.name, f.args), ", or use an RVar");
     }
+    // RDom::where: the predicate may use the RDom's RVars, the pure Vars of the site and Params.
+    Expr predicate = rdom ? rdom->predicate : Expr();
+    if (predicate.defined()) {
+        DefinitionUses pred(&f);
+        pred.include(predicate);
+        for (const Variable *r : pred.rvars) {
+            if (r->rdom == rdom) continue;
+            user_error("update ", where, ": the where() predicate ", predicate, " of RDom '",
+                       rdom->name, "' uses RVar '", r->name, "' of RDom '", r->rdom->name,
+                       "'; a predicate may use only the RVars of its own RDom");
+        }
+        for (const Variable *v : pred.pure_vars) {
+            if (lhs_pure.count(v->name)) continue;
+            user_error("update ", where, ": the where() predicate ", predicate, " of RDom '",
+                       rdom->name, "' uses variable '", v->name,
+                       "', which is not a pure variable on the left of the update; use the "
+                       "update's pure Vars, the RDom's RVars or Params");
+        }
+        if (rdom->used_by.empty()) rdom->used_by = "update " + where;
+    } else if (rdom && rdom->used_by.empty()) {
+        rdom->used_by = "update " + where;
+    }
     // The update's calls to f itself must not own f, or f would own itself and never be freed.
     WeakenSelfCalls weaken(&f);
     for (Expr &a : args)
         a = weaken.mutate(a);
     for (Expr &v : values)
         v = weaken.mutate(v);
-    f.updates.push_back(Definition{args, values, rdom});
+    if (predicate.defined()) predicate = weaken.mutate(predicate);
+    f.updates.push_back(Definition{args, values, rdom, predicate});
 }
 
 namespace {
@@ -490,6 +513,7 @@ void print_definition(std::ostream &s, const std::string &name, const Definition
             s << ")";
         }
     }
+    if (d.predicate.defined()) s << (d.rdom ? " and " : "  where ") << d.predicate;
     s << "\n";
 }
 } // namespace

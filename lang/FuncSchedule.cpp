@@ -14,6 +14,7 @@
 #include "lang/IRMutator.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
+#include "lang/IRVisitor.h"
 #include "lang/Simplify.h"
 
 namespace kiln {
@@ -328,6 +329,27 @@ bool match_associative(const FunctionContents &f, const Definition &d, std::stri
     return false;
 }
 
+/// Whether e calls the Func named `name`.
+bool calls_func(const Expr &e, const std::string &name) {
+    class Find : public IRVisitor {
+    public:
+        explicit Find(const std::string &name) : name(name) {}
+        bool found = false;
+
+    protected:
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            found = found || (op->call_type == Call::Func && op->name == name);
+            IRVisitor::visit(op);
+        }
+
+    private:
+        const std::string &name;
+    } find(name);
+    find.include(e);
+    return find.found;
+}
+
 Expr combine(const std::string &op, const Expr &a, const Expr &b) {
     if (op == "+") return a + b;
     if (op == "*") return a * b;
@@ -432,6 +454,7 @@ std::optional<Definition> fold_split_rvar(FunctionContents &f, int stage, const 
             a = fold.mutate(a);
         for (Expr &v : out.values)
             v = fold.mutate(v);
+        if (out.predicate.defined()) out.predicate = fold.mutate(out.predicate);
         out.rdom = folded;
         *split = &dir;
         return out;
@@ -468,6 +491,12 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved, const st
     if (!match_associative(f, d, &op, &term)) {
         user_error("rfactor: ", where, " = ", d.values[0],
                    " is not an associative update of the form f(x) = f(x) + e (or *, min, max)");
+    }
+    if (d.predicate.defined() && calls_func(d.predicate, f.name)) {
+        user_error("rfactor: the where() predicate ", d.predicate, " of ", where, " reads '",
+                   f.name,
+                   "', which the factored update would read before it is complete; "
+                   "rfactor needs a predicate that does not read the Func it reduces into");
     }
     // The update as it will be factored: an RVar that is the outer part of a split
     // (update.split(r, ro, ri, k).rfactor(ro, u), as in Halide) makes the split part of the
@@ -546,22 +575,31 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved, const st
     Func intm(intm_name);
     intm.function()->made_by_rfactor = true;
     std::vector<Expr> intm_args(d.args), use_args(d.args);
+    // A where() predicate goes with the terms: the intermediate skips the points it excludes
+    // (they keep the identity), and the merge over the preserved RVars has none.
+    Expr predicate = d.predicate;
     for (const auto &[r, v] : preserved) {
         intm_args.push_back(v);
         use_args.push_back(Variable::make(Int(32), r.name(), nullptr, outer));
         term = substitute(r.name(), Expr(v), term);
+        if (predicate.defined()) predicate = substitute(r.name(), Expr(v), predicate);
     }
     Type t = f.output_types[0];
     intm(intm_args) = identity(op, t);
     Expr e = RebindRVars(d.rdom, rest).mutate(term);
     Expr current = intm(intm_args);
     Expr intm_value = weaken_self_calls(combine(op, current, e), intm.function().get());
+    if (predicate.defined()) {
+        predicate =
+            weaken_self_calls(RebindRVars(d.rdom, rest).mutate(predicate), intm.function().get());
+    }
     intm.function()->updates.push_back(
-        Definition{intm_args, {intm_value}, rest->vars.empty() ? nullptr : rest});
+        Definition{intm_args, {intm_value}, rest->vars.empty() ? nullptr : rest, predicate});
 
     Expr self_call = Call::make(t, f.name, d.args, Call::Func, func, 0);
     d.values = {weaken_self_calls(combine(op, self_call, intm(use_args)), func.get())};
     d.rdom = outer->vars.empty() ? nullptr : outer;
+    d.predicate = Expr();
 
     std::vector<VarOrRVar> vars;
     for (const auto &[r, v] : preserved) {

@@ -38,6 +38,7 @@ void collect(CollectCalls &c, const Definition &d) {
         c.include(e);
     for (const Expr &e : d.values)
         c.include(e);
+    if (d.predicate.defined()) c.include(d.predicate);
     if (d.rdom) {
         for (const auto &v : d.rdom->vars) {
             c.include(v.min);

@@ -20,6 +20,9 @@ struct Definition {
     std::vector<Expr> args;
     std::vector<Expr> values;
     std::shared_ptr<RDomContents> rdom; ///< the update's reduction domain, if it has one
+    /// RDom::where's predicate, copied when the update was defined: the update stores its values
+    /// only at the points of the domain where it is true. Undefined: at every point.
+    Expr predicate;
 };
 
 /// Calls to a Func inside its own update definitions point at it without owning it (otherwise

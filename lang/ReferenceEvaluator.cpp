@@ -134,6 +134,7 @@ private:
             include(e);
         for (const Expr &e : d.values)
             include(e);
+        if (d.predicate.defined()) include(d.predicate);
         if (!d.rdom) return;
         for (const ReductionVariable &r : d.rdom->vars) {
             include(r.min);
@@ -415,11 +416,14 @@ void Realization::run_update(FuncState &s, int index, const Point &column) {
             site.push_back(int(ev.eval(a).as_int()));
         internal_assert(column_of(u, site) == column, "update ", index, " of '", f.name,
                         "' wrote outside its column");
-        // All values of a tuple update are computed before any of them is stored.
-        Values values;
-        for (const Expr &e : d.values)
-            values.push_back(ev.eval(e));
-        u.written[site] = std::move(values);
+        // RDom::where: the points where the predicate is false are skipped.
+        if (!d.predicate.defined() || ev.eval(d.predicate).as_int() != 0) {
+            // All values of a tuple update are computed before any of them is stored.
+            Values values;
+            for (const Expr &e : d.values)
+                values.push_back(ev.eval(e));
+            u.written[site] = std::move(values);
+        }
         // The next point of the RDom, first dimension fastest.
         size_t j = 0;
         for (; j < r.size(); j++) {

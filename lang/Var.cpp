@@ -95,6 +95,27 @@ RVar RDom::operator[](int i) const {
     return RVar(contents, i);
 }
 
+RDom &RDom::where(const Expr &predicate) {
+    if (!contents)
+        user_error("where() on an undefined RDom; give it a domain first, e.g. RDom r(0, n)");
+    if (!predicate.defined())
+        user_error("RDom '", name(), "': where() needs a condition, got an undefined Expr");
+    if (!predicate.type().is_bool() || predicate.type().is_vector()) {
+        user_error("RDom '", name(), "': where(", predicate,
+                   ") needs a boolean condition, got type ", predicate.type(),
+                   "; compare it, e.g. r.where(", predicate, " != 0)");
+    }
+    if (!contents->used_by.empty()) {
+        user_error("RDom '", name(), "': where(", predicate, ") comes after ", contents->used_by,
+                   " used the RDom; a definition keeps the predicate it was defined with, so "
+                   "call where() before defining anything over '",
+                   name(), "'");
+    }
+    contents->predicate =
+        contents->predicate.defined() ? contents->predicate && predicate : predicate;
+    return *this;
+}
+
 int RDom::dimensions() const {
     return contents ? int(contents->vars.size()) : 0;
 }

@@ -45,6 +45,11 @@ struct ReductionVariable {
 struct RDomContents {
     std::string name;
     std::vector<ReductionVariable> vars;
+    /// RDom::where: the points of the domain an update visits (the conjunction of every where()
+    /// call); undefined means all of them. An update definition copies it when it is defined.
+    Expr predicate;
+    /// The first definition that used the RDom ("f.update(0)"), after which where() is an error.
+    std::string used_by;
 };
 
 /// A variable of a reduction domain.
@@ -80,6 +85,14 @@ public:
     const std::string &name() const;
     bool defined() const { return contents != nullptr; }
     const std::shared_ptr<RDomContents> &get_contents() const { return contents; }
+    /// Restricts the domain to the points where `predicate` (a boolean of the RDom's RVars, the
+    /// pure Vars of the update that uses it and Params) is true, as Halide's RDom::where:
+    /// `RDom r(0, n, 0, n); r.where(r.x < r.y);`. Several calls are combined with &&. Call it
+    /// before the RDom is used in a definition. Lowering guards the update with the predicate
+    /// and shrinks the loops whose bounds it implies (`r.x < r.y` runs r.x up to r.y - 1).
+    RDom &where(const Expr &predicate);
+    /// The conjunction of the where() predicates; undefined when there is none.
+    Expr predicate() const { return contents ? contents->predicate : Expr(); }
     /// A one-dimensional RDom is its own variable.
     operator Expr() const;
     operator RVar() const;

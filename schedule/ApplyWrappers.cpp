@@ -45,6 +45,7 @@ public:
             a = mutate(a);
         for (Expr &v : out.values)
             v = mutate(v);
+        if (out.predicate.defined()) out.predicate = mutate(out.predicate);
         return out;
     }
 
@@ -109,7 +110,7 @@ FunctionPtr redirect(const FunctionPtr &f, Owners &owners) {
         for (size_t i = 0; i < a.values.size(); i++) {
             if (!a.values[i].same_as(b.values[i])) return false;
         }
-        return true;
+        return a.predicate.same_as(b.predicate);
     };
     bool changed = !same(init, f->init);
     for (size_t i = 0; i < updates.size(); i++)

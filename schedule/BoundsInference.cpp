@@ -62,7 +62,9 @@ Box widen_by_updates(const PipelineEnv &env, const FunctionContents &f, const Bo
         Box site;
         for (const Expr &a : args)
             site.push_back(bounds_of_expr(a, scope));
-        for (const Expr &v : u.values) {
+        std::vector<Expr> read_exprs = u.values;
+        if (u.predicate.defined()) read_exprs.push_back(u.predicate);
+        for (const Expr &v : read_exprs) {
             Box reads = boxes_touched(inline_calls(v, env), f.name, scope);
             for (size_t d = 0; d < reads.size(); d++) {
                 site[d] = Interval::make_union(site[d], reads[d]);

@@ -98,6 +98,7 @@ LoweredFunc lower_impl(const std::vector<Func> &outputs, const std::string &name
     });
     s = log.run("storage flattening", s, [&](const Stmt &x) { return storage_flattening(x, env); });
     s = log.run("simplify", s, [&](const Stmt &x) { return simplify(x); });
+    s = log.run("trim no-ops", s, [&](const Stmt &x) { return trim_no_ops(x); });
     s = log.run("unroll loops", s, [&](const Stmt &x) { return unroll_loops(x); });
     s = log.run("vectorize loops", s, [&](const Stmt &x) { return vectorize_loops(x); });
     s = log.run("partition loops", s, [&](const Stmt &x) { return partition_loops(x); });

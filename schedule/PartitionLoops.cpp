@@ -233,10 +233,137 @@ protected:
     }
 };
 
+// Replaces one statement node (compared by identity) by another.
+class ReplaceNode : public IRMutator {
+public:
+    ReplaceNode(const IRNode *target, Stmt replacement)
+        : target(target), replacement(std::move(replacement)) {}
+
+    Stmt mutate(const Stmt &s) override {
+        if (s.get() == target) return replacement;
+        return IRMutator::mutate(s);
+    }
+    using IRMutator::mutate;
+
+private:
+    const IRNode *target;
+    Stmt replacement;
+};
+
+// trim_no_ops: see PartitionLoops.h. Inner loops are trimmed first; a conjunct whose bound would
+// depend on an enclosing vectorized loop is left alone (the trimmed loop's extent would vary
+// across the vector's lanes).
+class TrimNoOps : public IRMutator {
+protected:
+    using IRMutator::visit;
+
+    Stmt visit(const For *op) override {
+        bool vector = op->for_type == ForType::Vectorized;
+        bool device = op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread;
+        if (vector) vectorized.insert(op->name);
+        gpu_depth += device;
+        Stmt body = mutate(op->body);
+        gpu_depth -= device;
+        if (vector) vectorized.erase(op->name);
+        Stmt rebuilt = body.same_as(op->body)
+                           ? Stmt(op)
+                           : For::make(op->name, op->min, op->extent, op->for_type, body);
+        if (op->for_type != ForType::Serial && op->for_type != ForType::Parallel) return rebuilt;
+        if (gpu_depth > 0) return rebuilt;
+
+        // Down to the guard, through lets and inner loops only: then nothing happens in an
+        // iteration where the guard is false.
+        std::map<std::string, Expr> lets;
+        std::set<std::string> variant{op->name};
+        Stmt at = body;
+        while (at.defined()) {
+            if (const auto *l = at.as<LetStmt>()) {
+                lets[l->name] = substitute(lets, l->value);
+                at = l->body;
+            } else if (const auto *f = at.as<For>()) {
+                variant.insert(f->name);
+                lets.erase(f->name);
+                at = f->body;
+            } else {
+                break;
+            }
+        }
+        const auto *guard = at.as<IfThenElse>();
+        if (!guard || guard->else_case.defined()) return rebuilt;
+
+        std::vector<Expr> terms, kept, lower, upper;
+        bool hinted = false;
+        split_conjunction(guard->condition, terms, &hinted);
+        // A likely guard (a GuardWithIf split's) is partition_loops' to split off.
+        if (hinted) return rebuilt;
+        variant.erase(op->name);
+        for (const Expr &t : terms) {
+            if (!bound(t, op->name, lets, variant, lower, upper)) kept.push_back(t);
+        }
+        if (lower.empty() && upper.empty()) return rebuilt;
+
+        Expr cond;
+        for (const Expr &t : kept)
+            cond = cond.defined() ? cond && t : t;
+        Stmt inner = cond.defined() ? IfThenElse::make(cond, guard->then_case) : guard->then_case;
+        body = ReplaceNode(guard, inner).mutate(body);
+
+        Expr last = simplify(op->min + op->extent - 1), first = op->min;
+        for (const Expr &e : lower)
+            first = max(first, e);
+        for (const Expr &e : upper)
+            last = min(last, e);
+        first = simplify(first);
+        Expr extent = simplify(max(last - first + 1, 0));
+        return For::make(op->name, first, extent, op->for_type, body);
+    }
+
+private:
+    std::set<std::string> vectorized;
+    int gpu_depth = 0; // loops inside a kernel keep their bounds: kernels are left as they are
+
+    // A conjunct c * v + g <= 0 with g fixed in the loop: v <= floor(-g / c) for c > 0, v >=
+    // ceil(g / -c) for c < 0, exactly, so the conjunct holds on the whole trimmed loop.
+    bool bound(const Expr &term, const std::string &v, const std::map<std::string, Expr> &lets,
+               const std::set<std::string> &variant, std::vector<Expr> &lower,
+               std::vector<Expr> &upper) {
+        std::vector<Expr> fs;
+        if (const auto *o = term.as<LE>()) fs = {o->a - o->b};
+        if (const auto *o = term.as<LT>()) fs = {o->a - o->b + 1};
+        if (const auto *o = term.as<GE>()) fs = {o->b - o->a};
+        if (const auto *o = term.as<GT>()) fs = {o->b - o->a + 1};
+        if (const auto *o = term.as<EQ>()) fs = {o->a - o->b, o->b - o->a};
+        if (fs.empty() || fs[0].type() != Int(32)) return false;
+        std::vector<Expr> lo, up;
+        Expr var = Variable::make(Int(32), v);
+        for (Expr f : fs) {
+            f = substitute(lets, f);
+            if (is_opaque(f) || !expr_uses_var(f, v) || expr_uses_vars(f, variant)) return false;
+            auto c = as_const_int(simplify(substitute(v, var + 1, f) - f));
+            if (!c || *c == 0) return false;
+            Expr g = simplify(f - var * Expr(int(*c)));
+            if (expr_uses_var(g, v) || expr_uses_vars(g, vectorized)) return false;
+            if (*c > 0) {
+                up.push_back(simplify((0 - g) / Expr(int(*c))));
+            } else {
+                int k = int(-*c);
+                lo.push_back(simplify((g + (k - 1)) / Expr(k)));
+            }
+        }
+        lower.insert(lower.end(), lo.begin(), lo.end());
+        upper.insert(upper.end(), up.begin(), up.end());
+        return true;
+    }
+};
+
 } // namespace
 
 Stmt partition_loops(const Stmt &s) {
     return PartitionLoops().mutate(s);
+}
+
+Stmt trim_no_ops(const Stmt &s) {
+    return TrimNoOps().mutate(s);
 }
 
 } // namespace kiln

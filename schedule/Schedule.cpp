@@ -57,6 +57,7 @@ bool rvar_is_independent(const FunctionContents &f, const Definition &d, const s
     SiteReads reads(f.name, d.args);
     for (const Expr &v : d.values)
         reads.include(v);
+    if (d.predicate.defined()) reads.include(d.predicate);
     return !reads.other_site;
 }
 

@@ -99,6 +99,11 @@ Stmt build_stage(const PipelineEnv &env, const FunctionContents &f, int stage) {
     for (const Expr &v : def.values)
         values.push_back(inline_calls(rename.mutate(v), env));
     Stmt body = Provide::make(f.name, values, args);
+    // RDom::where: the update stores only where its predicate holds. trim_no_ops (TrimNoOps.h)
+    // then shrinks the loops whose bounds the predicate implies.
+    if (def.predicate.defined()) {
+        body = IfThenElse::make(inline_calls(rename.mutate(def.predicate), env), body);
+    }
 
     // How far a fused variable may run outside its loop: a RoundUp split runs past the end and
     // a ShiftInwards split of a loop shorter than its factor starts before the beginning, each by

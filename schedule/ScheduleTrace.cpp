@@ -85,6 +85,10 @@ public:
     void add(const Definition &d) {
         add(d.args);
         add(d.values);
+        if (d.predicate.defined()) {
+            add(std::string("where"));
+            add(d.predicate);
+        }
         if (!d.rdom) return add(uint64_t(0));
         add(uint64_t(1));
         add(d.rdom->name);

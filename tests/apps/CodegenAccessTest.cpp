@@ -234,6 +234,40 @@ TEST(CodegenAccess, Conv2dKernelHoldsATileOf7PixelsBy32ChannelsInRegisters) {
     EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
 }
 
+// conv2d's algorithm skips the kernel rows that fall in the zero padding (RDom::where on r.z):
+// trim_no_ops turns the predicate into the bounds of the kernel-row loop, so no guard is left in
+// the loop nest and the first and last rows of the image run 2 of the 3 kernel rows.
+TEST(CodegenAccess, Conv2dRunsOnlyTheKernelRowsInsideTheImage) {
+    const apps::Operator &op = apps::find_operator("conv2d");
+    apps::OperatorInstance inst = op.make({16, 32, 5, 14});
+    op.hand_schedule(inst, avx512_target());
+    LoweredFunc lowered = inst.pipeline().lower();
+    class Find : public IRVisitor {
+    public:
+        int kernel_rows = 0, guards = 0;
+        Expr extent;
+
+    protected:
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            if (op->name.rfind("conv.s1.r.z", 0) == 0) {
+                kernel_rows++;
+                extent = op->extent;
+            }
+            IRVisitor::visit(op);
+        }
+        void visit(const IfThenElse *op) override {
+            guards++;
+            IRVisitor::visit(op);
+        }
+    } find;
+    find.include(lowered.body);
+    ASSERT_EQ(find.kernel_rows, 1);
+    EXPECT_FALSE(is_const(find.extent)) << find.extent; // depends on the row
+    EXPECT_EQ(find.guards, 0);
+    EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
+}
+
 // Addresses are computed in 64 bits (CodeGen::wide_index): layernorm's output loop reads three
 // inputs and writes its output through indices that are sums of the loop counter and row
 // offsets, which LLVM turns into pointers bumped by a constant; no index is sign-extended in the

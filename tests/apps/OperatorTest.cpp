@@ -41,18 +41,19 @@ TEST_P(OperatorSchedules, DefaultScheduleMatchesTheReference) {
 }
 
 // conv2d 20x64x6x14: input channels in blocks with a tail, two or more blocks of output channels
-// (tasks of blocks), 14-pixel rows (two tiles of 7).
-INSTANTIATE_TEST_SUITE_P(Apps, OperatorSchedules,
-                         testing::Values(Case{"matmul", {64, 96, 40}}, Case{"matmul", {37, 53, 29}},
-                                         Case{"matmul", {5, 3, 7}}, Case{"conv2d", {4, 32, 8, 16}},
-                                         Case{"conv2d", {3, 19, 7, 11}},
-                                         Case{"conv2d", {20, 64, 6, 14}}, Case{"blur", {64, 40}},
-                                         Case{"blur", {37, 23}}, Case{"blur_u16", {80, 40}},
-                                         Case{"blur_u16", {37, 23}}, Case{"softmax", {8, 200}},
-                                         Case{"softmax", {7, 37}}, Case{"layernorm", {8, 200}},
-                                         Case{"layernorm", {7, 37}}, Case{"harris", {64, 40}},
-                                         Case{"harris", {37, 23}}),
-                         case_name);
+// (tasks of blocks), 14-pixel rows (two tiles of 7). 1 and 2 rows: every row skips kernel rows
+// in the padding (RDom::where), one row both of them.
+INSTANTIATE_TEST_SUITE_P(
+    Apps, OperatorSchedules,
+    testing::Values(Case{"matmul", {64, 96, 40}}, Case{"matmul", {37, 53, 29}},
+                    Case{"matmul", {5, 3, 7}}, Case{"conv2d", {4, 32, 8, 16}},
+                    Case{"conv2d", {3, 19, 7, 11}}, Case{"conv2d", {20, 64, 6, 14}},
+                    Case{"conv2d", {5, 16, 1, 9}}, Case{"conv2d", {3, 8, 2, 5}},
+                    Case{"blur", {64, 40}}, Case{"blur", {37, 23}}, Case{"blur_u16", {80, 40}},
+                    Case{"blur_u16", {37, 23}}, Case{"softmax", {8, 200}}, Case{"softmax", {7, 37}},
+                    Case{"layernorm", {8, 200}}, Case{"layernorm", {7, 37}},
+                    Case{"harris", {64, 40}}, Case{"harris", {37, 23}}),
+    case_name);
 
 TEST(Operators, TestWrongDisagreesWithItsReference) {
     const Operator &op = find_operator("test_wrong");

@@ -271,6 +271,25 @@ TEST_P(GPUPipeline, UpdateSplitInsideABlockNeedsOnlyTheTilesOfItsInputs) {
     expect_valid_cuda(p);
 }
 
+// RDom::where inside a kernel: each thread's sum over the lower triangle of its tile keeps its
+// guard (loops in kernels are not trimmed) and gives the reference's result.
+TEST_P(GPUPipeline, AnUpdateOverAPredicatedDomainPerThread) {
+    const int N = 40, M = 24, K = 17;
+    Buffer<float> A = pattern<float>({K, M}, "gpu_where_A", 3);
+    Func tri("gpu_where_tri");
+    Var j("j"), i("i"), jo("jo"), io("io"), ji("ji"), ii("ii");
+    RDom k(0, K, "k");
+    k.where(k <= j % K && (k + i) % 3 != 0);
+    tri(j, i) = 0.f;
+    tri(j, i) += A(k, i) * cast<float>(j + 1);
+    Buffer<float> want = reference_realize(tri, {N, M});
+    tri.gpu_tile(j, i, jo, io, ji, ii, 8, 8);
+    tri.update(0).gpu_tile(j, i, jo, io, ji, ii, 8, 8);
+    Pipeline p(tri);
+    expect_near_buffer(want, Buffer<float>(p.realize({N, M}, target())));
+    expect_valid_cuda(p);
+}
+
 TEST_P(GPUPipeline, SoftmaxRowsWithABlockPerRow) {
     const int W = 50, H = 7;
     Buffer<float> in = pattern<float>({W, H}, "gpu_softmax_in", 7);
