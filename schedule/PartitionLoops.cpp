@@ -271,12 +271,14 @@ protected:
         if (op->for_type != ForType::Serial && op->for_type != ForType::Parallel) return rebuilt;
         if (gpu_depth > 0) return rebuilt;
 
-        // Down to the guard, through lets and inner loops only: then nothing happens in an
-        // iteration where the guard is false.
+        // Down to the guard, through lets, inner loops and likely guards (GuardWithIf's, which
+        // partition_loops splits off) only: then nothing happens in an iteration where the
+        // guard is false.
         std::map<std::string, Expr> lets;
         std::set<std::string> variant{op->name};
         Stmt at = body;
-        while (at.defined()) {
+        const IfThenElse *guard = nullptr;
+        while (at.defined() && !guard) {
             if (const auto *l = at.as<LetStmt>()) {
                 lets[l->name] = substitute(lets, l->value);
                 at = l->body;
@@ -284,18 +286,18 @@ protected:
                 variant.insert(f->name);
                 lets.erase(f->name);
                 at = f->body;
+            } else if (const auto *i = at.as<IfThenElse>(); i && !i->else_case.defined()) {
+                if (!is_likely(i->condition)) guard = i;
+                at = i->then_case;
             } else {
                 break;
             }
         }
-        const auto *guard = at.as<IfThenElse>();
-        if (!guard || guard->else_case.defined()) return rebuilt;
+        if (!guard) return rebuilt;
 
         std::vector<Expr> terms, kept, lower, upper;
         bool hinted = false;
         split_conjunction(guard->condition, terms, &hinted);
-        // A likely guard (a GuardWithIf split's) is partition_loops' to split off.
-        if (hinted) return rebuilt;
         variant.erase(op->name);
         for (const Expr &t : terms) {
             if (!bound(t, op->name, lets, variant, lower, upper)) kept.push_back(t);

@@ -72,6 +72,24 @@ TEST(RDomWhere, ATriangularSumVisitsOnlyThePointsBelowTheDiagonal) {
     EXPECT_THAT(final_stmt(f), Not(HasSubstr("if (")));
 }
 
+// The same sum with r.x split by 4 (GuardWithIf, the default for an RVar): the split's likely
+// guard sits between the loops and the predicate's guard, and the inner loop is still trimmed.
+TEST(RDomWhere, ASplitReductionIsTrimmedThroughItsTailGuard) {
+    const int N = 23;
+    Buffer<int> a = values(N * N, "trisplit_a");
+    Func f("trisplit_f");
+    Var x("x");
+    RVar ro("ro"), ri("ri");
+    RDom r({{0, N}, {0, N}}, "trisplit_r");
+    r.where(r.x < r.y);
+    f(x) = 0;
+    f(x) += a(r.x + N * r.y) * (x + 1);
+    f.update(0).split(r.x, ro, ri, 4);
+    expect_equal(Buffer<int>(reference_realize(f, {3})), Buffer<int>(f.realize({3})));
+    // No guard compares r.x with r.y: the inner loop's bounds do.
+    EXPECT_THAT(final_stmt(f), Not(HasSubstr("< trisplit_f.s1.trisplit_r.y")));
+}
+
 TEST(RDomWhere, APredicateOnAPureVariableTrimsTheReductionPerSite) {
     // A prefix sum: f(x) = sum of in(r) for r <= x, a bound that changes with the site.
     const int N = 40;
