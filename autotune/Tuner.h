@@ -139,7 +139,8 @@ struct TuneResult {
     std::map<std::string, int64_t> per_status;
     std::optional<double> best_ms;
     std::string best_config_json, best_trace_json, best_cpp;
-    /// The baselines' times. A re-measured hand schedule's is its closing re-measurement, unless
+    /// The baselines' times. A re-measured hand schedule's is its closing re-measurement when
+    /// the best was re-measured too (else its first, from the same period as the best's), unless
     /// it is the best, whose time is the median of all its measurements (take_best).
     std::optional<double> default_ms, hand_ms;
     /// The best config's and the hand schedule's closing re-measurements (--remeasure > 0), taken

@@ -92,9 +92,11 @@ TEST(Tuner, FindsAnOkBestAndRecordsEveryTrial) {
     EXPECT_TRUE(r.hand_ms);
     // 4 trials + 2 baselines + 1 re-measurement of the best, and one of the hand schedule
     // unless it is the best: the summary compares the two by their closing re-measurements,
-    // taken under the same conditions.
+    // taken under the same conditions. If a config measured once overtook the re-measured one,
+    // it was re-measured too (at most --remeasure more).
     const bool hand_is_best = r.best_config_json == R"({"baseline":"hand"})";
-    EXPECT_EQ(r.recorded, hand_is_best ? 7 : 8);
+    EXPECT_GE(r.recorded, 7);
+    EXPECT_LE(r.recorded, 9);
     Rows rows = rows_of(o.db_path, "blur", "64x48");
     EXPECT_EQ(rows.total, r.recorded);
     auto db = tuning_db::Database::open(o.db_path);
@@ -119,14 +121,15 @@ TEST(Tuner, FindsAnOkBestAndRecordsEveryTrial) {
     ASSERT_EQ(hand_rows.size(), 2u);
     ASSERT_TRUE(r.closing_hand_ms) << out.str();
     EXPECT_DOUBLE_EQ(*r.closing_hand_ms, hand_rows[1].median_ms);
-    if (!hand_is_best) {
-        EXPECT_DOUBLE_EQ(*r.hand_ms, hand_rows[1].median_ms);
-    }
-    // The config re-measured may have lost its place to one that was not; then there is no
-    // closing pair, and the summary compares the best's time with the hand's closing one.
+    // The configs re-measured may have lost their place to one that was not; then there is no
+    // closing pair, and the summary compares the best's time with the hand's first one (both
+    // from the search).
     std::optional<tuning_db::BestConfig> best = db.best(w, t);
     ASSERT_TRUE(best);
     EXPECT_EQ(bool(r.closing_best_ms), best->measurements == 2) << out.str();
+    if (!hand_is_best) {
+        EXPECT_DOUBLE_EQ(*r.hand_ms, hand_rows[r.closing_best_ms ? 1 : 0].median_ms);
+    }
     char line[200];
     if (r.closing_best_ms) {
         std::snprintf(line, sizeof line,
@@ -867,6 +870,55 @@ TEST(Tuner, TheSummaryGivesTheBestAsAMedianAndFlagsAnUnstableConfig) {
                              "than 2x apart"),
               std::string::npos)
         << out.str();
+}
+
+// The closing round re-measures the best config; if that leaves a config measured once ahead
+// of it (the closing round ran slower than the search, or here, the earlier times are
+// impossibly fast), that config is re-measured too, so the crowned one was timed twice.
+TEST(Tuner, AConfigThatOvertakesTheReMeasuredOneIsReMeasuredToo) {
+    TempDir dir;
+    std::ostringstream out, err;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.trials = 1;
+    o.baselines = false;
+    o.remeasure = 1;
+    int64_t t = 0, w = 0, first = 0, second = 0;
+    {
+        // Two configs (the default schedule's trace) with times faster than any real kernel:
+        // `first` (once, the fastest) is re-measured at the end, which leaves `second` (twice,
+        // both fast, so it stays the best whatever its closing time) ahead of it.
+        auto db = tuning_db::Database::open(o.db_path);
+        apps::register_builtin_operators();
+        const apps::Operator &op = apps::find_operator("blur");
+        t = db.target_id(host_target_key(1));
+        w = db.workload_id(workload_key(op, {64, 48}));
+        std::string trace = ScheduleTrace::capture({op.make({64, 48}).output}).to_json_string();
+        first = db.config_id("first", R"({"lucky":1})", trace);
+        second = db.config_id("second", R"({"lucky":2})", trace);
+        for (auto [c, ms] :
+             {std::pair{first, 1e-6}, std::pair{second, 2e-6}, std::pair{second, 2e-6}}) {
+            tuning_db::MeasurementRecord m;
+            m.workload_id = w;
+            m.target_id = t;
+            m.config_id = c;
+            m.times_ms = {ms};
+            m.median_ms = ms;
+            db.record_measurement(m);
+        }
+    }
+    TuneResult r = tune(o, out, err);
+    ASSERT_TRUE(r.best_ms) << out.str() << err.str();
+    EXPECT_EQ(r.recorded, 3) << out.str(); // the trial, then `first`, then `second`
+    auto db = tuning_db::Database::open_existing(o.db_path);
+    std::map<int64_t, int> measured;
+    for (const tuning_db::Measurement &m : db.history(w, t))
+        measured[m.config_id] += m.status == tuning_db::Status::ok;
+    EXPECT_EQ(measured[first], 2);
+    EXPECT_EQ(measured[second], 3); // one of them in this run's closing round
+    std::optional<tuning_db::BestConfig> best = db.best(w, t);
+    ASSERT_TRUE(best);
+    EXPECT_EQ(best->config.config_json, R"({"lucky":2})");
+    EXPECT_EQ(r.best_config_json, R"({"lucky":2})");
 }
 
 TEST(Tuner, TheModelStrategysStateSavedIncrementallyIsRestoredAsItWas) {
