@@ -78,6 +78,17 @@ std::vector<std::string> tune_args(const std::string &db, int trials, int seed =
             "--quiet"};
 }
 
+/// Records an ok measurement of config c taking ms, outside any run.
+void record_time(tuning_db::Database &db, int64_t w, int64_t t, int64_t c, double ms) {
+    tuning_db::MeasurementRecord m;
+    m.workload_id = w;
+    m.target_id = t;
+    m.config_id = c;
+    m.times_ms = {ms};
+    m.median_ms = ms;
+    db.record_measurement(m);
+}
+
 } // namespace
 
 TEST(Tuner, FindsAnOkBestAndRecordsEveryTrial) {
@@ -854,13 +865,7 @@ TEST(Tuner, TheSummaryGivesTheBestAsAMedianAndFlagsAnUnstableConfig) {
         int64_t w = db.workload_id(workload_key(apps::find_operator("blur"), {64, 48}));
         int64_t c = db.config_id("lucky", R"({"lucky":1})", "{}");
         for (double ms : {1e-6, 3e-5, 3.5e-5}) {
-            tuning_db::MeasurementRecord m;
-            m.workload_id = w;
-            m.target_id = t;
-            m.config_id = c;
-            m.times_ms = {ms};
-            m.median_ms = ms;
-            db.record_measurement(m);
+            record_time(db, w, t, c, ms);
         }
     }
     TuneResult r = tune(o, out, err);
@@ -897,13 +902,7 @@ TEST(Tuner, AConfigThatOvertakesTheReMeasuredOneIsReMeasuredToo) {
         second = db.config_id("second", R"({"lucky":2})", trace);
         for (auto [c, ms] :
              {std::pair{first, 1e-6}, std::pair{second, 2e-6}, std::pair{second, 2e-6}}) {
-            tuning_db::MeasurementRecord m;
-            m.workload_id = w;
-            m.target_id = t;
-            m.config_id = c;
-            m.times_ms = {ms};
-            m.median_ms = ms;
-            db.record_measurement(m);
+            record_time(db, w, t, c, ms);
         }
     }
     TuneResult r = tune(o, out, err);
