@@ -105,18 +105,38 @@ Stmt build_stage(const PipelineEnv &env, const FunctionContents &f, int stage) {
         body = IfThenElse::make(inline_calls(rename.mutate(def.predicate), env), body);
     }
 
-    // How far a fused variable may run outside its loop: a RoundUp split runs past the end and
-    // a ShiftInwards split of a loop shorter than its factor starts before the beginning, each by
-    // less than its factor (GuardWithIf guards its variable). The product bounds it for chains.
-    int64_t slack = 1;
-    for (const LoopSplit &s : ss.splits) {
-        if (s.kind == LoopSplit::Split && s.tail != TailStrategy::GuardWithIf) slack *= s.factor;
-    }
-    slack = std::min<int64_t>(slack, 1 << 20) - 1;
+    // How far a fused variable may run outside its loop: a RoundUp split of it (or of a piece
+    // of it) runs past the end and a ShiftInwards split of a loop shorter than its factor starts
+    // before the beginning, by less than its factor in units of the split variable, which is
+    // itself a multiple of the factors of the splits inside it, GuardWithIf ones included (a
+    // GuardWithIf split guards only the upper end). So with any RoundUp or ShiftInwards split
+    // in the fused variable's chain, the product of the chain's factors bounds it. (The fuzzer
+    // found fuse(x, y) then vectorize(16, GuardWithIf) then unroll(2, ShiftInwards) writing 15
+    // rows before the region when only the ShiftInwards factor counted.)
+    auto fuse_slack = [&](size_t f) {
+        std::set<std::string> chain{ss.splits[f].old_var};
+        int64_t product = 1;
+        bool shifts = false;
+        for (size_t j = f + 1; j < ss.splits.size(); j++) {
+            const LoopSplit &s = ss.splits[j];
+            if (s.kind == LoopSplit::Fuse) {
+                if (chain.count(s.inner) || chain.count(s.outer)) chain.insert(s.old_var);
+                continue;
+            }
+            if (!chain.count(s.old_var)) continue;
+            chain.insert(s.inner);
+            chain.insert(s.outer);
+            product = std::min<int64_t>(product * s.factor, 1 << 20);
+            shifts |= s.tail != TailStrategy::GuardWithIf;
+        }
+        return shifts ? product - 1 : 0;
+    };
 
     // Original variables as functions of the loop variables; the first split is innermost.
-    for (const LoopSplit &s : ss.splits) {
+    for (size_t f = 0; f < ss.splits.size(); f++) {
+        const LoopSplit &s = ss.splits[f];
         if (s.kind == LoopSplit::Fuse) {
+            const int64_t slack = fuse_slack(f);
             // The pieces of a fused loop, each clamped to its own loop range (the outer one
             // widened by the slack): no-ops, since fused % extent lies in [0, extent) and
             // fused / extent moves past the outer loop only as far as the fused variable moves

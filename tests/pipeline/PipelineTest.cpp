@@ -120,6 +120,28 @@ TEST(Pipeline, PipelineRealizeOfAScheduledBlurEqualsTheReferenceEvaluator) {
     expect_same_buffer(want, got);
 }
 
+// A fused loop split by a GuardWithIf vector and then by a ShiftInwards unroll: the unroll of a
+// loop shorter than its factor starts one vector before the fused loop, 15 rows before the
+// region here, and the region must be allocated to cover that. The bounds once counted only the
+// ShiftInwards factor, and this schedule (found by the schedule fuzzer, seed 1068) wrote before
+// the start of r's allocation.
+TEST(Pipeline, AFusedLoopSplitByAVectorThenShiftedInwardsStaysInsideItsAllocation) {
+    Buffer<int> in = ramp_buffer({60, 60}, "fs_in");
+    in.set_min({-20, -20});
+    Func p("fs_p"), l("fs_l"), r("fs_r"), out("fs_out");
+    Var x("x"), y("y"), xy("xy"), yo("yo"), yi("yi");
+    p(x, y) = in(x, y) * 3 - y;
+    l(x, y) = p(x, y) + p(x + 1, y);
+    r(x, y) = p(x, y + 1) * 2 - p(x, y);
+    out(x, y) = l(x, y) * 2 - r(x, y) + (l(x, y) - r(x, y)) % 7;
+    Buffer<int> want = reference_realize(out, {11, 13});
+    r.fuse(x, y, xy).compute_at(out, x).store_root();
+    r.vectorize(xy, 16, TailStrategy::GuardWithIf).unroll(xy, 2, TailStrategy::Auto);
+    p.split(y, yo, yi, 5, TailStrategy::ShiftInwards).compute_root();
+    p.vectorize(x, 16, TailStrategy::RoundUp).unroll(yi).parallel(x);
+    expect_same_buffer<int>(want, out.realize({11, 13}));
+}
+
 TEST(Pipeline, RealizingTwiceCompilesOnce) {
     Func f("compile_once_f");
     Var x("x");

@@ -264,6 +264,24 @@ Instance sum_rfactor() {
     return i;
 }
 
+// RDom::where with a predicate on both RVars, the pure Vars and a modulo: linear conjuncts the
+// lowering may turn into loop bounds (trim_no_ops), under whatever splits, reorders, unrolling
+// and vectorization the fuzzer picks, and one that stays a guard. Integer sums: rfactor is exact.
+Instance where_triangle() {
+    Buffer<int> in = int_input("wt_in", {19, 9}, -50, 50, 121);
+    Func out("wt_out");
+    Var x("x"), y("y");
+    RDom r({{0, 19}, {0, 9}}, "wt_r");
+    r.where(r.x <= r.y + x && r.y + y >= 3 && (r.x + r.y) % 3 != 1);
+    out(x, y) = x - y;
+    out(x, y) += in(r.x, r.y) * (r.x - x);
+    Instance i;
+    i.output = out;
+    i.extents = {7, 6};
+    i.rfactor_sites = {{"wt_out", 0, "wt_r.x"}, {"wt_out", 0, "wt_r.y"}};
+    return i;
+}
+
 Instance sum_int_inline() {
     Buffer<int> in = int_input("si_in", {23, 7}, -1000, 1000, 110);
     Func out("si_out");
@@ -423,6 +441,8 @@ const std::vector<PipelineSpec> &corpus() {
         {"matmul", "13x11x7 float matrix product as an update over an RDom", matmul},
         {"sum_rfactor", "sum over a 17x13 RDom per output, rfactor candidate", sum_rfactor},
         {"sum_int_inline", "inline sum() over a 1-D RDom, rfactor candidate", sum_int_inline},
+        {"where_triangle", "an update over an RDom restricted by where(), rfactor candidate",
+         where_triangle},
         {"argmax_rows", "Tuple-valued argmax over the rows of an image with ties", argmax_rows},
         {"euclid", "Euclidean division and modulo of negative values", euclid},
         {"param_rdom", "a Param as an RDom extent and in arithmetic", param_rdom},
