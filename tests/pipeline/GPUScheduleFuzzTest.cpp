@@ -283,6 +283,19 @@ Instance column_sums() {
     return {cs, {41}, {}};
 }
 
+// RDom::where in kernels: a predicate on the RVar and the pure Var, linear and not (the guard
+// stays inside kernels).
+Instance triangle_sums() {
+    Buffer<int> in = input<int>("gts_in", {41, 13}, 216);
+    Func ts("gts_out");
+    Var x("x");
+    RDom r(0, 13, "gts_r");
+    r.where(r <= x % 13 && (r + x) % 4 != 0);
+    ts(x) = x;
+    ts(x) += in(x, r) * (r + 1);
+    return {ts, {41}, {}};
+}
+
 const std::vector<PipelineSpec> &corpus() {
     static const std::vector<PipelineSpec> specs = {
         {"pointwise_int", "two pointwise int32 stages: select, min, Euclidean / and %",
@@ -299,6 +312,7 @@ const std::vector<PipelineSpec> &corpus() {
         {"types", "uint8, int16 (wrapping, Euclidean /) and float64 arithmetic", types},
         {"boundary", "repeat_edge of a 9x7 input under a two-stage stencil", boundary},
         {"column_sums", "1-D int output with an RDom update (sum down columns)", column_sums},
+        {"triangle_sums", "column sums over an RDom restricted by where()", triangle_sums},
     };
     return specs;
 }
