@@ -19,8 +19,8 @@ Stmt partition_loops(const Stmt &s);
 /// Trims loops to the iterations that do something. A Serial or Parallel loop outside GPU
 /// kernels whose body is, through lets, inner loops and likely guards only (GuardWithIf's,
 /// left to partition_loops), one `if (c)` without else and without a likely hint (the guard
-/// RDom::where puts around an update) runs only over the range that c's conjuncts linear in the loop
-/// variable allow (`v + e >= 0`, `v < e`, `v == e`, ... with e fixed in the loop and not a
+/// RDom::where puts around an update) runs only over the range that c's conjuncts linear in the
+/// loop variable allow (`v + e >= 0`, `v < e`, `v == e`, ... with e fixed in the loop and not a
 /// vectorized variable); those conjuncts, then true in every iteration, leave the guard.
 /// Requires: flattened IR, before unrolling and vectorization. Guarantees: the skipped
 /// iterations are exactly those whose guard is false.
