@@ -69,6 +69,30 @@ private:
     }
 };
 
+/// An RDom's where() predicate with its RVars bound to it again (RDom::where stores them
+/// unbound, so that the RDom does not own itself); undefined when it has none.
+Expr bind_rdom_predicate(const std::shared_ptr<RDomContents> &dom) {
+    if (!dom || !dom->predicate.defined()) return Expr();
+    class Bind : public IRMutator {
+    public:
+        explicit Bind(const std::shared_ptr<RDomContents> &dom) : dom(dom) {}
+
+    protected:
+        using IRMutator::visit;
+        Expr visit(const Variable *op) override {
+            if (op->rdom || op->param) return Expr(op);
+            for (const ReductionVariable &v : dom->vars) {
+                if (v.name == op->name) return Variable::make(op->type, op->name, nullptr, dom);
+            }
+            return Expr(op);
+        }
+
+    private:
+        const std::shared_ptr<RDomContents> &dom;
+    } bind(dom);
+    return bind.mutate(dom->predicate);
+}
+
 /// Makes the calls to `self` refer to it without owning it (as Halide's weak FunctionPtr): a
 /// Func's definitions are owned by the Func, so owning calls to itself would form a cycle.
 class WeakenSelfCalls : public IRMutator {
@@ -297,7 +321,7 @@ void FuncRef::define(std::vector<Expr> values) {
                    pos - f.args.begin(), " as in ", site(f.name, f.args), ", or use an RVar");
     }
     // RDom::where: the predicate may use the RDom's RVars, the pure Vars of the site and Params.
-    Expr predicate = rdom ? rdom->predicate : Expr();
+    Expr predicate = bind_rdom_predicate(rdom);
     if (predicate.defined()) {
         DefinitionUses pred(&f);
         pred.include(predicate);

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "lang/Error.h"
+#include "lang/IRMutator.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
 
@@ -111,8 +112,25 @@ RDom &RDom::where(const Expr &predicate) {
                    "call where() before defining anything over '",
                    name(), "'");
     }
-    contents->predicate =
-        contents->predicate.defined() ? contents->predicate && predicate : predicate;
+    // Kept with this RDom's RVars unbound (plain Variables of their names): a predicate holding
+    // them would own the RDom that holds it, a cycle that never frees. A definition binds them
+    // again when it copies the predicate (Func.cpp: bind_rdom_predicate).
+    class Unbind : public IRMutator {
+    public:
+        explicit Unbind(const RDomContents *dom) : dom(dom) {}
+
+    protected:
+        using IRMutator::visit;
+        Expr visit(const Variable *op) override {
+            if (op->rdom.get() != dom) return Expr(op);
+            return Variable::make(op->type, op->name);
+        }
+
+    private:
+        const RDomContents *dom;
+    } unbind(contents.get());
+    Expr p = unbind.mutate(predicate);
+    contents->predicate = contents->predicate.defined() ? contents->predicate && p : p;
     return *this;
 }
 
