@@ -288,13 +288,45 @@ private:
         std::string end = kmin && kextent ? std::to_string(*kmin + *kextent)
                           : kmin == 0     ? extent
                                           : min + " + " + extent;
+        // OpenCL: a body that ends with a barrier opens with it instead, and one follows the loop
+        // (see the header: PoCL miscompiles the first form).
+        Stmt body = cuda() ? Stmt() : without_final_barrier(op->body);
+        bool barrier_first = body.defined();
+        if (!barrier_first) body = op->body;
         line("for (int " + v + " = " + min + "; " + v + " < " + end + "; " + v + "++) {");
         names.push(op->name, v);
         indent++;
-        stmt(op->body);
+        if (barrier_first) line(barrier_line());
+        stmt(body);
         indent--;
         names.pop(op->name);
         line("}");
+        if (barrier_first) line(barrier_line());
+    }
+
+    static bool is_barrier(const Stmt &s) {
+        const auto *e = s.as<Evaluate>();
+        const auto *c = e ? e->value.as<Call>() : nullptr;
+        return c && c->call_type == Call::Intrinsic && c->name == intrinsic::gpu_barrier;
+    }
+
+    /// s without the barrier it ends with (through lets and blocks); undefined when it ends with
+    /// none.
+    static Stmt without_final_barrier(const Stmt &s) {
+        if (is_barrier(s)) return Evaluate::make(0);
+        if (const auto *l = s.as<LetStmt>()) {
+            Stmt body = without_final_barrier(l->body);
+            return body.defined() ? LetStmt::make(l->name, l->value, body) : Stmt();
+        }
+        if (const auto *b = s.as<Block>()) {
+            Stmt rest = without_final_barrier(b->rest);
+            return rest.defined() ? Block::make(b->first, rest) : Stmt();
+        }
+        return Stmt();
+    }
+
+    std::string barrier_line() const {
+        return cuda() ? "__syncthreads();" : "barrier(CLK_LOCAL_MEM_FENCE);";
     }
 
     void if_then_else(const IfThenElse *op, bool chained) {
@@ -332,9 +364,9 @@ private:
     }
 
     void evaluate(const Evaluate *op) {
-        const auto *c = op->value.as<Call>();
-        if (c && c->call_type == Call::Intrinsic && c->name == intrinsic::gpu_barrier) {
-            line(cuda() ? "__syncthreads();" : "barrier(CLK_LOCAL_MEM_FENCE);");
+        if (const auto *c = op->value.as<Call>();
+            c && c->call_type == Call::Intrinsic && c->name == intrinsic::gpu_barrier) {
+            line(barrier_line());
             return;
         }
         // Anything else is a pure expression, whose value nobody uses.

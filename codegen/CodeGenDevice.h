@@ -18,6 +18,11 @@
 // `for (int v = min; v < min + extent; v++)`, and a Let inside an expression becomes such a
 // declaration just before the statement that uses it (expressions are pure). IR names become C
 // identifiers ("blur_y.s0.x" -> blur_y_s0_x), with a numeric suffix when one is taken.
+// In OpenCL, a loop whose body ends with a barrier (lowering's "the next iteration must not
+// overwrite what other threads still read") is printed with the barrier opening the body and one
+// more after the loop: every access keeps its order against every other, at the cost of one
+// barrier per loop. PoCL 3.1 miscompiles the first form when a guarded store precedes that
+// barrier (tests/pipeline/GPUScheduleFuzzTest.cpp, GPUScheduleFuzzBugs.PoCLRuns...); CUDA keeps it.
 // Vector code (Ramp, Broadcast, vector Loads, Stores and lets):
 //  - OpenCL, 2, 3, 4, 8 or 16 lanes: OpenCL vector types (float4, int8, ...); dense loads and
 //    unpredicated dense stores are vloadN/vstoreN; bool vectors are masks (-1/0) of the signed

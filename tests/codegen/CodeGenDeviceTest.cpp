@@ -63,6 +63,13 @@ bool contains(const std::string &text, const std::string &part) {
     return text.find(part) != std::string::npos;
 }
 
+size_t count(const std::string &text, const std::string &part) {
+    size_t n = 0;
+    for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+        n++;
+    return n;
+}
+
 #define EXPECT_CONTAINS(text, part)                                                                \
     EXPECT_TRUE(contains(text, part)) << "expected `" << (part) << "` in:\n" << (text)
 #define EXPECT_NOT_CONTAINS(text, part)                                                            \
@@ -103,6 +110,41 @@ TEST(CodeGenDevice, SharedMemoryAndBarrier) {
     std::string cl = print(reverse_kernel(), GpuApi::OpenCL);
     EXPECT_CONTAINS(cl, "    __local float tile[32];\n");
     EXPECT_CONTAINS(cl, "    barrier(CLK_LOCAL_MEM_FENCE);\n");
+}
+
+// Each block reverses `tiles` tiles of 32 values through one shared tile, a barrier ending each
+// iteration (the next one overwrites the tile).
+DeviceKernel reverse_tiles_loop_kernel() {
+    DeviceKernel k;
+    k.name = "reverse_loop";
+    k.args = {buffer_argument("in", Float(32), false), buffer_argument("out", Float(32), true),
+              scalar_argument("tiles", Int(32))};
+    Expr t = gpu_thread_id(0), base = var("base");
+    Stmt fill = Store::make("tile", Load::make(Float(32), "in", base + t), t);
+    Stmt drain = Store::make("out", Load::make(Float(32), "tile", 31 - t), base + t);
+    Stmt body = LetStmt::make("base", (gpu_block_id(0) * var("tiles") + var("i")) * 32,
+                              Block::make({fill, gpu_barrier(), drain, gpu_barrier()}));
+    Stmt loop = For::make("i", 0, var("tiles"), ForType::Serial, body);
+    k.body = Allocate::make("tile", Float(32), MemoryType::GPUShared, {Expr(32)}, Expr(),
+                            Block::make(loop, Free::make("tile")));
+    k.threads[0] = 32;
+    k.shared_bytes = 32 * 4;
+    return k;
+}
+
+TEST(CodeGenDevice, OpenCLLoopsOpenWithTheirBarrier) {
+    // CUDA: the barrier ends the loop body, as in the IR.
+    std::string cu = print(reverse_tiles_loop_kernel(), GpuApi::CUDA);
+    EXPECT_CONTAINS(cu, "[(int)(31u - threadIdx.x)];\n        __syncthreads();\n    }\n}\n");
+    // OpenCL: the body opens with the barrier and one follows the loop (PoCL 3.1 miscompiles
+    // loops whose body ends with a barrier after a guarded store; see CodeGenDevice.h).
+    std::string cl = print(reverse_tiles_loop_kernel(), GpuApi::OpenCL);
+    EXPECT_CONTAINS(cl,
+                    "i < tiles; i++) {\n        barrier(CLK_LOCAL_MEM_FENCE);\n        const int "
+                    "base = ");
+    EXPECT_CONTAINS(cl, "[(int)(31u - (uint)get_local_id(0))];\n    }\n    "
+                        "barrier(CLK_LOCAL_MEM_FENCE);\n}\n");
+    EXPECT_EQ(count(cl, "barrier(CLK_LOCAL_MEM_FENCE);"), 3u) << cl;
 }
 
 TEST(CodeGenDevice, SharedAllocationIsDeclaredAtFunctionScope) {

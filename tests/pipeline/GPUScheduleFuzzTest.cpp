@@ -1872,7 +1872,8 @@ TEST(GPUScheduleFuzz, TheCorpusMatchesItsReferenceOnTheHost) {
 // are regressions, and the generator makes those schedules again. Bugs 3(c) and 4 are open: their
 // tests are DISABLED_ (run them with --gtest_also_run_disabled_tests; enable each when it passes)
 // and the generator steers clear of them ("Bug workaround" comments in GPUScheduleGenerator), so
-// that the fuzzer's CI run stays green. Last, a PoCL bug (not kiln's) that the fuzzer hit.
+// that the fuzzer's CI run stays green. Last, PoCL bugs (not kiln's) that the fuzzer hit: two
+// pass since kiln's OpenCL loops open with their barrier (a workaround), two stay DISABLED_.
 
 /// Compiles for OpenCL, runs and compares with the reference; "" when they agree.
 std::string gpu_differences(const Func &out, const std::vector<int> &extents) {
@@ -2136,11 +2137,13 @@ TEST(GPUScheduleFuzzBugs, DISABLED_PoCLRunsASplitReductionWithAStagedProducer) {
     EXPECT_EQ(gpu_differences(c, {N, M}), "");
 }
 
-// NOT A KILN BUG: another PoCL 3.1 miscompile, with any work-group method (found at seed 895 of
-// the 2,000-schedule run, pipeline 'matmul'): the sums stay 0. The printed kernel is right: built
+// Another PoCL 3.1 miscompile, with any work-group method (found at seed 895 of the
+// 2,000-schedule run, pipeline 'matmul'): the sums stayed 0. The printed kernel was right: built
 // with -cl-opt-disable, or compiled as C with gcc and run with a pthread per work-item and a
-// pthread barrier, it gives the reference's results; adding a printf to it also does.
-TEST(GPUScheduleFuzzBugs, DISABLED_PoCLRunsAStagedProducerInASplitReduction) {
+// pthread barrier, it gave the reference's results; adding a printf to it also did. Since OpenCL
+// loops open with their barrier instead of ending with it (codegen/CodeGenDevice.h), PoCL runs
+// it right: a regression test of that workaround.
+TEST(GPUScheduleFuzzBugs, PoCLRunsAStagedProducerInASplitReduction) {
     KILN_REQUIRE_OPENCL();
     const int N = 2, M = 1, K = 16;
     Buffer<float> A = input<float>("fz_pocl2_a", {K, M}, 13);
@@ -2165,6 +2168,27 @@ TEST(GPUScheduleFuzzBugs, DISABLED_PoCLRunsAStagedProducerInASplitReduction) {
     bs.split(k, kt, ks, 2, TailStrategy::ShiftInwards).reorder(ks, kt, j).gpu_threads(kt, j);
     as.compute_at(prod, ro).reorder(i, k).gpu_threads(i, k);
     EXPECT_EQ(gpu_differences(c, {N, M}), "");
+}
+
+// The same PoCL bug in another shape (seeds 7037 and 7385 of the fuzzer, pipeline 'row_norm'):
+// a block per column, a thread per row of a 3-row tile, each tile's row sums computed by thread 0
+// into shared memory. PoCL ran the guarded tail tile (rows 9 and 10) as if the sums were 0 while
+// each tile's loop body ended with a barrier after the guarded store; it runs right with the
+// barrier opening the body.
+TEST(GPUScheduleFuzzBugs, PoCLRunsAGuardedTileAfterASharedReduction) {
+    KILN_REQUIRE_OPENCL();
+    const int W = 53, H = 11;
+    Buffer<float> in = input<float>("fz_pocl3_in", {W, H}, 15);
+    Func sum("fz_pocl3_sum"), out("fz_pocl3_out");
+    Var x("x"), y("y"), yo("yo"), yi("yi");
+    RDom s(0, W, "fz_pocl3_s");
+    sum(y) = 0.0f;
+    sum(y) += in(s, y) * in(s, y);
+    out(x, y) = in(x, y) / (sum(y) + 1.0f);
+    out.split(y, yo, yi, 3, TailStrategy::GuardWithIf).reorder(yi, yo, x).gpu_blocks(x);
+    out.gpu_threads(yi);
+    sum.compute_at(out, yo).store_in(MemoryType::GPUShared);
+    EXPECT_EQ(gpu_differences(out, {W, H}), "");
 }
 
 // NOT A KILN BUG: PoCL 3.1 aborts the process ("ParallelRegion.cc:346: ... Assertion `exit !=
