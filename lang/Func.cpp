@@ -9,6 +9,7 @@
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
 #include "lang/IRVisitor.h"
+#include "lang/RebindRVars.h"
 
 namespace kiln {
 
@@ -73,24 +74,7 @@ private:
 /// unbound, so that the RDom does not own itself); undefined when it has none.
 Expr bind_rdom_predicate(const std::shared_ptr<RDomContents> &dom) {
     if (!dom || !dom->predicate.defined()) return Expr();
-    class Bind : public IRMutator {
-    public:
-        explicit Bind(const std::shared_ptr<RDomContents> &dom) : dom(dom) {}
-
-    protected:
-        using IRMutator::visit;
-        Expr visit(const Variable *op) override {
-            if (op->rdom || op->param) return Expr(op);
-            for (const ReductionVariable &v : dom->vars) {
-                if (v.name == op->name) return Variable::make(op->type, op->name, nullptr, dom);
-            }
-            return Expr(op);
-        }
-
-    private:
-        const std::shared_ptr<RDomContents> &dom;
-    } bind(dom);
-    return bind.mutate(dom->predicate);
+    return rebind_rvars(dom->predicate, nullptr, dom);
 }
 
 /// Makes the calls to `self` refer to it without owning it (as Halide's weak FunctionPtr): a
@@ -348,7 +332,12 @@ void FuncRef::define(std::vector<Expr> values) {
         a = weaken.mutate(a);
     for (Expr &v : values)
         v = weaken.mutate(v);
-    if (predicate.defined()) predicate = weaken.mutate(predicate);
+    if (predicate.defined()) {
+        predicate = weaken.mutate(predicate);
+        // The RDom keeps its predicate too: calls to f there would make f own itself through
+        // its update's RDom.
+        rdom->predicate = weaken.mutate(rdom->predicate);
+    }
     f.updates.push_back(Definition{args, values, rdom, predicate});
 }
 

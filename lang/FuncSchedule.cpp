@@ -15,6 +15,7 @@
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
 #include "lang/IRVisitor.h"
+#include "lang/RebindRVars.h"
 #include "lang/Simplify.h"
 
 namespace kiln {
@@ -364,26 +365,6 @@ Expr identity(const std::string &op, Type t) {
     return type_min(t);
 }
 
-/// Replaces RVars of one RDom by Variables of another RDom with the same names.
-class RebindRVars : public IRMutator {
-public:
-    RebindRVars(std::shared_ptr<RDomContents> from, std::shared_ptr<RDomContents> to)
-        : from(std::move(from)), to(std::move(to)) {}
-
-protected:
-    using IRMutator::visit;
-    Expr visit(const Variable *op) override {
-        if (op->rdom != from) return Expr(op);
-        for (const auto &v : to->vars) {
-            if (v.name == op->name) return Variable::make(op->type, op->name, nullptr, to);
-        }
-        return Expr(op);
-    }
-
-private:
-    std::shared_ptr<RDomContents> from, to;
-};
-
 /// Replaces the RVars of one RDom by those of its folded copy: `rv` by min + outer * k + inner,
 /// the others by the RVar of the same name.
 class FoldSplitRVar : public IRMutator {
@@ -586,12 +567,12 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved, const st
     }
     Type t = f.output_types[0];
     intm(intm_args) = identity(op, t);
-    Expr e = RebindRVars(d.rdom, rest).mutate(term);
+    Expr e = rebind_rvars(term, d.rdom.get(), rest);
     Expr current = intm(intm_args);
     Expr intm_value = weaken_self_calls(combine(op, current, e), intm.function().get());
     if (predicate.defined()) {
         predicate =
-            weaken_self_calls(RebindRVars(d.rdom, rest).mutate(predicate), intm.function().get());
+            weaken_self_calls(rebind_rvars(predicate, d.rdom.get(), rest), intm.function().get());
     }
     intm.function()->updates.push_back(
         Definition{intm_args, {intm_value}, rest->vars.empty() ? nullptr : rest, predicate});

@@ -6,6 +6,7 @@
 #include "lang/IRMutator.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
+#include "lang/RebindRVars.h"
 
 namespace kiln {
 
@@ -115,21 +116,7 @@ RDom &RDom::where(const Expr &predicate) {
     // Kept with this RDom's RVars unbound (plain Variables of their names): a predicate holding
     // them would own the RDom that holds it, a cycle that never frees. A definition binds them
     // again when it copies the predicate (Func.cpp: bind_rdom_predicate).
-    class Unbind : public IRMutator {
-    public:
-        explicit Unbind(const RDomContents *dom) : dom(dom) {}
-
-    protected:
-        using IRMutator::visit;
-        Expr visit(const Variable *op) override {
-            if (op->rdom.get() != dom) return Expr(op);
-            return Variable::make(op->type, op->name);
-        }
-
-    private:
-        const RDomContents *dom;
-    } unbind(contents.get());
-    Expr p = unbind.mutate(predicate);
+    Expr p = rebind_rvars(predicate, contents.get(), nullptr);
     contents->predicate = contents->predicate.defined() ? contents->predicate && p : p;
     return *this;
 }
@@ -154,6 +141,32 @@ RDom::operator RVar() const {
                    dimensions(), " dimensions; use r.x, r.y, ... to name one of them");
     }
     return RVar(contents, 0);
+}
+
+Expr rebind_rvars(const Expr &e, const RDomContents *from,
+                  const std::shared_ptr<RDomContents> &to) {
+    class Rebind : public IRMutator {
+    public:
+        Rebind(const RDomContents *from, const std::shared_ptr<RDomContents> &to)
+            : from(from), to(to) {}
+
+    protected:
+        using IRMutator::visit;
+        Expr visit(const Variable *op) override {
+            bool bound_to_from = from ? op->rdom.get() == from : !op->rdom && !op->param;
+            if (!bound_to_from) return Expr(op);
+            if (!to) return Variable::make(op->type, op->name);
+            for (const ReductionVariable &v : to->vars) {
+                if (v.name == op->name) return Variable::make(op->type, op->name, nullptr, to);
+            }
+            return Expr(op);
+        }
+
+    private:
+        const RDomContents *from;
+        const std::shared_ptr<RDomContents> &to;
+    } rebind(from, to);
+    return rebind.mutate(e);
 }
 
 } // namespace kiln

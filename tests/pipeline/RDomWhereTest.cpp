@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -230,10 +231,45 @@ TEST(RDomWhereErrors, MisuseNamesTheRDomAndTheFix) {
         EXPECT_THAT(compile_error_of([&] { f.update(0).rfactor(r, u); }),
                     AllOf(HasSubstr("rfactor"), HasSubstr("where() predicate"),
                           HasSubstr("reads 'self_f'")));
-        // A predicate that reads the Func it updates is a reference cycle (the RDom owns the
-        // call to self_f, self_f's update owns the RDom): break it, or the test leaks.
-        r.get_contents()->predicate = Expr();
     }
+    {
+        RDom undefined;
+        EXPECT_THAT(compile_error_of([&] { undefined.where(x < 3); }),
+                    AllOf(HasSubstr("where() on an undefined RDom"), HasSubstr("RDom r(0, n)")));
+        RDom r(0, 10, "empty_r");
+        EXPECT_THAT(compile_error_of([&] { r.where(Expr()); }),
+                    AllOf(HasSubstr("RDom 'empty_r'"), HasSubstr("needs a condition"),
+                          HasSubstr("undefined Expr")));
+    }
+}
+
+// A predicate that reads the Func it updates: a running sum that stops adding once it reaches a
+// limit. The RDom keeps calls to that Func weak, so nothing keeps the Func alive but its user.
+TEST(RDomWhere, APredicateThatReadsItsOwnFuncWorksAndFreesIt) {
+    std::weak_ptr<FunctionContents> func;
+    std::weak_ptr<RDomContents> dom;
+    {
+        const int N = 12, limit = 20;
+        Func f("capped_f");
+        Var x("x");
+        RDom r(0, N, "capped_r");
+        f(x) = x;
+        r.where(f(x) < limit);
+        f(x) += r;
+        Buffer<int> got = f.realize({8});
+        for (int x0 = 0; x0 < 8; x0++) {
+            int want = x0;
+            for (int i = 0; i < N; i++) {
+                if (want < limit) want += i;
+            }
+            EXPECT_EQ(got(x0), want) << "x = " << x0;
+        }
+        expect_equal(Buffer<int>(reference_realize(f, {8})), got);
+        func = f.function();
+        dom = r.get_contents();
+    }
+    EXPECT_TRUE(func.expired());
+    EXPECT_TRUE(dom.expired());
 }
 
 } // namespace
