@@ -57,14 +57,15 @@ bool binds(const T &node, const std::string &name) {
 // scalar variable plus a constant when no binder in the body would capture the variable. The
 // latter (an unrolled copy's `j = j.min + 16`, as in Halide) lets offsets from a common base
 // cancel: a register tile's index `(j.min + 16) - j.min` becomes the constant that lets LLVM
-// keep the tile in registers.
+// keep the tile in registers. Not a value that reads the let's own name (`let x = x + 1`): rules
+// that simplify an already simplified part again would substitute it twice.
 template <typename Body>
-bool substitutable(const Expr &value, const Body &body) {
+bool substitutable(const std::string &name, const Expr &value, const Body &body) {
     if (is_const(value)) return true;
     const auto *v = value.as<Variable>();
     if (const auto *add = value.as<Add>(); add && value.type().is_scalar() && is_const(add->b))
         v = add->a.as<Variable>();
-    return v && !binds(body, v->name);
+    return v && v->name != name && !binds(body, v->name);
 }
 
 } // namespace
@@ -117,7 +118,7 @@ std::optional<ConstInterval> Simplifier::bounds_for_binding(const Expr &value) {
 template <typename Node, typename Body>
 Body Simplifier::visit_let(const Node *op) {
     Expr value = mutate(op->value);
-    bool substitute = substitutable(value, op->body);
+    bool substitute = substitutable(op->name, value, op->body);
     Body body;
     {
         ScopedName scope(*this, op->name, substitute ? value : Expr(),
@@ -128,7 +129,7 @@ Body Simplifier::visit_let(const Node *op) {
     if (substitute || !mentions(body, op->name)) return body;
     // A variable that could not be substituted for fear of capture may be substitutable now
     // that the body is simpler.
-    if (value.as<Variable>() && substitutable(value, body)) {
+    if (value.as<Variable>() && substitutable(op->name, value, body)) {
         return mutate(kiln::substitute(op->name, value, body));
     }
     if (value.same_as(op->value) && body.same_as(op->body)) return Body(op);

@@ -429,7 +429,7 @@ TEST(SimplifyFuzz, ScalarExpressionsWithBoundsEvaluateAsBeforeInsideTheBounds) {
 }
 
 TEST(SimplifyFuzz, VectorExpressionsEvaluateAsBeforeInEveryLane) {
-    fuzz("vector", 2000001, 2000, 4, false, 0.85);
+    fuzz("vector", 2000001, 20000, 4, false, 0.85);
 }
 
 TEST(SimplifyFuzz, ScalarPatternsThatSimplifyAwayGetSmaller) {
@@ -437,7 +437,7 @@ TEST(SimplifyFuzz, ScalarPatternsThatSimplifyAwayGetSmaller) {
 }
 
 TEST(SimplifyFuzz, VectorPatternsThatSimplifyAwayGetSmaller) {
-    fuzz_reducible("vector, reducible", 5000001, 1000, 4);
+    fuzz_reducible("vector, reducible", 5000001, 10000, 4);
 }
 
 TEST(SimplifyFuzz, ExpressionsWithEveryVariableBoundToAConstantFold) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "lang/ExprEvaluator.h"
 #include "lang/IREquality.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
@@ -397,6 +398,24 @@ TEST(Simplify, AddsABroadcastToARampBase) {
 TEST(Simplify, MultipliesARampByABroadcastConstant) {
     EXPECT_TRUE(simplifies_to(Mul::make(Ramp::make(x, Expr(1), 4), Broadcast::make(Expr(3), 4)),
                               Ramp::make(Mul::make(x, Expr(3)), Expr(3), 4)));
+}
+
+// `let x = x - 13` reads the name it binds. Substituting it would let the broadcast rule, which
+// simplifies its already simplified operands again, subtract 13 twice (vector fuzzer, seed
+// 2031380).
+TEST(Simplify, ALetThatReadsItsOwnNameIsSubstitutedOnce) {
+    Expr body = Sub::make(Broadcast::make(Expr(0), 4),
+                          Sub::make(Broadcast::make(z, 4), Broadcast::make(x, 4)));
+    Expr e = Let::make("x", Add::make(x, Expr(-13)), body);
+    ExprEvaluator ev;
+    ev.bind("x", Value::make_int(Int(32), 5));
+    ev.bind("z", Value::make_int(Int(32), 81));
+    Expr s = simplify(e);
+    Value want = Value::make_int(Int(32), -89);
+    for (int lane = 0; lane < 4; lane++) {
+        EXPECT_TRUE(ev.eval(e, lane) == want) << ev.eval(e, lane).to_string();
+        EXPECT_TRUE(ev.eval(s, lane) == want) << s << " gives " << ev.eval(s, lane).to_string();
+    }
 }
 
 TEST(Simplify, RampWithZeroStrideIsABroadcast) {
