@@ -43,6 +43,33 @@ std::optional<Expr> Simplifier::ramp_add_rule(const Expr &a, const Expr &b, bool
     return std::nullopt;
 }
 
+// A ramp of integers whose lanes all lie in one block [q * c, (q + 1) * c): its base is r modulo
+// some m that divides c (from its linear form: m divides c and every coefficient), and
+// r + stride * (lanes - 1) < m, so no lane crosses a multiple of m, let alone of c. Then
+// (base + i * s) / c is base / c in every lane and (base + i * s) % c is base % c + i * s: a
+// vectorized x / c and x % c (a blocked layout's index) stay a broadcast and a dense ramp
+// instead of becoming gathers. m must be a power of two unless the type cannot overflow, so that
+// the residue survives wrapping.
+std::optional<Expr> Simplifier::ramp_in_one_block_rule(const Expr &a, const Expr &b, bool divide) {
+    const auto *ramp = a.as<Ramp>();
+    const auto *block = b.as<Broadcast>();
+    if (!ramp || !block || !a.type().is_int()) return std::nullopt;
+    auto s = const_value(ramp->stride), c = const_value(block->value);
+    if (!s || !c || *s < 0 || *c <= 0) return std::nullopt;
+    Type t = ramp->base.type();
+    LinearForm f = linear(ramp->base);
+    Int128 m = *c;
+    for (const auto &[term, coefficient] : f.terms) {
+        Int128 v = signed_coefficient(t, coefficient);
+        m = gcd128(m, v < 0 ? -v : v);
+    }
+    if (!assumes_no_overflow(t) && !is_positive_power_of_two(m)) return std::nullopt;
+    Int128 r = floor_mod(signed_coefficient(t, f.constant), m);
+    if (r + *s * (ramp->lanes - 1) >= m) return std::nullopt;
+    if (divide) return Broadcast::make(this->divide(ramp->base, *c), ramp->lanes);
+    return make_ramp(modulo(ramp->base, *c), ramp->stride, ramp->lanes);
+}
+
 Expr Simplifier::visit(const Add *op) {
     Expr a = mutate(op->a), b = mutate(op->b);
     if (auto r = fold_arith(IRNodeType::Add, a, b)) return *r;
@@ -107,6 +134,7 @@ Expr Simplifier::visit(const Div *op) {
     Expr a = mutate(op->a), b = mutate(op->b);
     if (auto r = fold_arith(IRNodeType::Div, a, b)) return *r;
     if (auto r = broadcast_rule<Div>(a, b)) return *r;
+    if (auto r = ramp_in_one_block_rule(a, b, true)) return *r;
     Type t = op->type;
     if (t.is_float()) {
         if (is_const_one(b)) return a;
@@ -170,6 +198,7 @@ Expr Simplifier::visit(const Mod *op) {
     Expr a = mutate(op->a), b = mutate(op->b);
     if (auto r = fold_arith(IRNodeType::Mod, a, b)) return *r;
     if (auto r = broadcast_rule<Mod>(a, b)) return *r;
+    if (auto r = ramp_in_one_block_rule(a, b, false)) return *r;
     Type t = op->type;
     if (t.is_float()) return unchanged_or(op, a, b);
     if (is_const_zero(a) || is_const_zero(b) || is_const_one(b)) return make_zero(t);

@@ -193,6 +193,8 @@ private:
         return Broadcast::make(mutate(Op::make(ba->value, bb->value)), ba->lanes);
     }
     std::optional<Expr> ramp_add_rule(const Expr &a, const Expr &b, bool subtract);
+    // ramp / broadcast(c) and ramp % broadcast(c) when every lane is in the same block of c.
+    std::optional<Expr> ramp_in_one_block_rule(const Expr &a, const Expr &b, bool divide);
     // a / c and a % c for a constant c > 0.
     Expr divide(const Expr &a, Int128 c);
     Expr modulo(const Expr &a, Int128 c);

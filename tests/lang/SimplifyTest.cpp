@@ -418,6 +418,31 @@ TEST(Simplify, ALetThatReadsItsOwnNameIsSubstitutedOnce) {
     }
 }
 
+// A vectorized x / 32 and x % 32 over 16 lanes starting at a multiple of 16 (a blocked layout's
+// index): every lane is in the same block of 32, so they stay a broadcast and a dense ramp.
+TEST(Simplify, ARampInsideOneBlockDividesToABroadcastAndModsToARamp) {
+    auto ramp16 = [](const Expr &base) { return Ramp::make(base, Expr(1), 16); };
+    Expr b32 = Broadcast::make(Expr(32), 16);
+    Expr base = Add::make(Mul::make(x, Expr(32)), Mul::make(y, Expr(16)));
+    EXPECT_TRUE(simplifies_to(Div::make(ramp16(base), b32),
+                              Broadcast::make(simplify(Div::make(base, Expr(32))), 16)));
+    EXPECT_TRUE(
+        simplifies_to(Mod::make(ramp16(base), b32), ramp16(simplify(Mod::make(base, Expr(32))))));
+    // x * 32 + 3: lanes 3 .. 18 of one block.
+    Expr shifted = Add::make(Mul::make(x, Expr(32)), Expr(3));
+    EXPECT_TRUE(simplifies_to(Div::make(ramp16(shifted), b32), Broadcast::make(x, 16)));
+    EXPECT_TRUE(simplifies_to(Mod::make(ramp16(shifted), b32), ramp16(Expr(3))));
+    // Lanes that may cross a block boundary keep the division: x * 16 + 1 (lanes 1 .. 16 of a
+    // block of 16), x * 8 (16 lanes over two blocks of 8) and x alone.
+    for (const Expr &crossing :
+         {Add::make(Mul::make(x, Expr(16)), Expr(1)), Mul::make(x, Expr(8)), x}) {
+        Expr d = simplify(Div::make(ramp16(crossing), b32));
+        EXPECT_NE(d.as<Div>(), nullptr) << d;
+        Expr m = simplify(Mod::make(ramp16(crossing), b32));
+        EXPECT_NE(m.as<Mod>(), nullptr) << m;
+    }
+}
+
 TEST(Simplify, RampWithZeroStrideIsABroadcast) {
     EXPECT_TRUE(simplifies_to(Ramp::make(x, Expr(0), 4), Broadcast::make(x, 4)));
 }
