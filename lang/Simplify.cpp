@@ -80,7 +80,8 @@ Simplifier::Simplifier(const std::map<std::string, ConstantBounds> &bounds) {
 }
 
 Simplifier::ScopedName::ScopedName(Simplifier &s, const std::string &name, const Expr &replacement,
-                                   std::optional<ConstInterval> bounds)
+                                   std::optional<ConstInterval> bounds,
+                                   std::optional<std::pair<Int128, Int128>> alignment)
     : s(s), name(name) {
     if (auto it = s.replacements.find(name); it != s.replacements.end()) {
         old_replacement = it->second;
@@ -88,16 +89,23 @@ Simplifier::ScopedName::ScopedName(Simplifier &s, const std::string &name, const
     if (auto it = s.var_bounds.find(name); it != s.var_bounds.end()) {
         old_bounds = it->second;
     }
+    if (auto it = s.let_alignments.find(name); it != s.let_alignments.end()) {
+        old_alignment = it->second;
+    }
     s.replacements.erase(name);
     s.var_bounds.erase(name);
+    s.let_alignments.erase(name);
     if (replacement.defined()) s.replacements[name] = replacement;
     if (bounds) s.var_bounds[name] = *bounds;
+    if (alignment) s.let_alignments[name] = *alignment;
 }
 Simplifier::ScopedName::~ScopedName() {
     s.replacements.erase(name);
     s.var_bounds.erase(name);
+    s.let_alignments.erase(name);
     if (old_replacement.defined()) s.replacements[name] = old_replacement;
     if (old_bounds) s.var_bounds[name] = *old_bounds;
+    if (old_alignment) s.let_alignments[name] = *old_alignment;
 }
 
 Expr Simplifier::visit(const Variable *op) {
@@ -121,8 +129,11 @@ Body Simplifier::visit_let(const Node *op) {
     bool substitute = substitutable(op->name, value, op->body);
     Body body;
     {
+        // The value's alignment is taken here, where its names mean what they meant outside.
+        bool aligned = !substitute && value.type().is_int() && value.type().is_scalar();
         ScopedName scope(*this, op->name, substitute ? value : Expr(),
-                         substitute ? std::nullopt : bounds_for_binding(value));
+                         substitute ? std::nullopt : bounds_for_binding(value),
+                         aligned ? std::optional(alignment(value)) : std::nullopt);
         body = mutate(op->body);
     }
     if (!body.defined()) return Body();

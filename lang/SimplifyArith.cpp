@@ -57,17 +57,38 @@ std::optional<Expr> Simplifier::ramp_in_one_block_rule(const Expr &a, const Expr
     auto s = const_value(ramp->stride), c = const_value(block->value);
     if (!s || !c || *s < 0 || *c <= 0) return std::nullopt;
     Type t = ramp->base.type();
-    LinearForm f = linear(ramp->base);
-    Int128 m = *c;
-    for (const auto &[term, coefficient] : f.terms) {
-        Int128 v = signed_coefficient(t, coefficient);
-        m = gcd128(m, v < 0 ? -v : v);
-    }
+    auto [modulus, remainder] = alignment(ramp->base);
+    Int128 m = gcd128(*c, modulus);
     if (!assumes_no_overflow(t) && !is_positive_power_of_two(m)) return std::nullopt;
-    Int128 r = floor_mod(signed_coefficient(t, f.constant), m);
+    Int128 r = floor_mod(remainder, m);
     if (r + *s * (ramp->lanes - 1) >= m) return std::nullopt;
     if (divide) return Broadcast::make(this->divide(ramp->base, *c), ramp->lanes);
     return make_ramp(modulo(ramp->base, *c), ramp->stride, ramp->lanes);
+}
+
+std::pair<Int128, Int128> Simplifier::alignment(const Expr &e) {
+    Type t = e.type();
+    LinearForm f = linear(e);
+    Int128 modulus = 0, remainder = signed_coefficient(t, f.constant);
+    for (const auto &[term, coefficient] : f.terms) {
+        Int128 k = signed_coefficient(t, coefficient);
+        Int128 m = 1, r = 0;
+        if (const auto *v = term.as<Variable>()) {
+            if (auto it = let_alignments.find(v->name); it != let_alignments.end()) {
+                std::tie(m, r) = it->second;
+            }
+        }
+        // Any value is 0 modulo 1: give up what could overflow.
+        const Int128 limit = Int128(1) << 62;
+        if (m == 0 || m > limit) m = 1, r = 0;
+        // The final modulus divides k * m and the running one, so the remainder counts only
+        // modulo them.
+        Int128 km = k < 0 ? -k * m : k * m;
+        if (km == 0) continue;
+        modulus = gcd128(modulus, km);
+        remainder = floor_mod(remainder + floor_mod(k * r, km), modulus);
+    }
+    return {modulus, remainder};
 }
 
 Expr Simplifier::visit(const Add *op) {

@@ -161,15 +161,18 @@ protected:
     Stmt visit(const Allocate *op) override;
 
 private:
-    // Known intervals of integer variables, and lets being substituted, by name.
+    // Known intervals of integer variables, lets being substituted, and the alignment (see
+    // alignment()) of the integer scalar lets that are not, by name.
     std::map<std::string, ConstInterval> var_bounds;
     std::map<std::string, Expr> replacements;
+    std::map<std::string, std::pair<Int128, Int128>> let_alignments;
 
     // Binds a name for the extent of a let body or loop, hiding any outer binding of the name.
     class ScopedName {
     public:
         ScopedName(Simplifier &s, const std::string &name, const Expr &replacement,
-                   std::optional<ConstInterval> bounds);
+                   std::optional<ConstInterval> bounds,
+                   std::optional<std::pair<Int128, Int128>> alignment = std::nullopt);
         ~ScopedName();
         ScopedName(const ScopedName &) = delete;
         ScopedName &operator=(const ScopedName &) = delete;
@@ -178,6 +181,7 @@ private:
         Simplifier &s;
         std::string name;
         Expr old_replacement;
+        std::optional<std::pair<Int128, Int128>> old_alignment;
         std::optional<ConstInterval> old_bounds;
     };
 
@@ -195,6 +199,9 @@ private:
     std::optional<Expr> ramp_add_rule(const Expr &a, const Expr &b, bool subtract);
     // ramp / broadcast(c) and ramp % broadcast(c) when every lane is in the same block of c.
     std::optional<Expr> ramp_in_one_block_rule(const Expr &a, const Expr &b, bool divide);
+    // e == remainder (mod modulus) for an integer scalar e, from its linear form and the
+    // alignments of the lets in scope; a modulus of 0 means e == remainder.
+    std::pair<Int128, Int128> alignment(const Expr &e);
     // a / c and a % c for a constant c > 0.
     Expr divide(const Expr &a, Int128 c);
     Expr modulo(const Expr &a, Int128 c);
