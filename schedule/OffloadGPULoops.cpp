@@ -6,6 +6,7 @@
 #include <set>
 
 #include "lang/Error.h"
+#include "lang/IREquality.h"
 #include "lang/IRMutator.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
@@ -18,6 +19,59 @@
 namespace kiln {
 
 namespace {
+
+/// e with each min or max that occurs more than once replaced by a variable of its own (*defs maps
+/// it to the min or max). Its occurrences are one value, which distributing + and - into the arms
+/// of each would treat as unrelated: a tile's base min(...) added and then subtracted would not
+/// cancel.
+Expr name_repeated_min_max(const Expr &e, std::map<std::string, Expr> *defs) {
+    std::map<Expr, int, ExprLess> count;
+    class Count : public IRVisitor {
+    public:
+        explicit Count(std::map<Expr, int, ExprLess> &count) : count(count) {}
+        using IRVisitor::visit;
+        void visit(const Min *op) override {
+            count[Expr(op)]++;
+            IRVisitor::visit(op);
+        }
+        void visit(const Max *op) override {
+            count[Expr(op)]++;
+            IRVisitor::visit(op);
+        }
+
+    private:
+        std::map<Expr, int, ExprLess> &count;
+    } counter(count);
+    counter.include(e);
+    class Name : public IRMutator {
+    public:
+        Name(const std::map<Expr, int, ExprLess> &count, std::map<std::string, Expr> *defs)
+            : count(count), defs(defs) {}
+        using IRMutator::visit;
+        Expr visit(const Min *op) override { return named(Expr(op), op->a, op->b, true); }
+        Expr visit(const Max *op) override { return named(Expr(op), op->a, op->b, false); }
+
+    private:
+        const std::map<Expr, int, ExprLess> &count;
+        std::map<std::string, Expr> *defs;
+        std::map<Expr, Expr, ExprLess> names;
+        Expr named(const Expr &e, const Expr &a, const Expr &b, bool is_min) {
+            if (count.at(e) >= 2) {
+                auto [it, added] = names.try_emplace(e);
+                if (added) {
+                    std::string name = "repeated." + std::to_string(names.size());
+                    it->second = Variable::make(e.type(), name);
+                    (*defs)[name] = e;
+                }
+                return it->second;
+            }
+            Expr na = mutate(a), nb = mutate(b);
+            if (na.same_as(a) && nb.same_as(b)) return e;
+            return is_min ? Min::make(na, nb) : Max::make(na, nb);
+        }
+    } namer(count, defs);
+    return namer.mutate(e);
+}
 
 // ---- Names for messages --------------------------------------------------------------------
 
@@ -302,6 +356,7 @@ private:
     };
     std::vector<Shared> shared;
     std::vector<std::pair<std::string, Type>> registers; ///< block-level, in MemoryType::Register
+    bool thread_zero = false; ///< in a block-level statement that thread 0 runs alone
 
     /// e with every let in scope substituted, simplified.
     Expr fold(const Expr &e) const {
@@ -314,15 +369,23 @@ private:
     /// A constant that e never exceeds (thread extents and allocation sizes of tiles clamped at
     /// the end of their loop are bounded by the full tile).
     std::optional<int64_t> constant(const Expr &e) const {
-        Expr f = distribute(fold(e));
-        if (std::optional<int64_t> c = constant_upper_bound(f)) return c;
-        return interval_upper_bound(f);
+        Expr folded = fold(e);
+        std::map<std::string, Expr> none, defs;
+        Expr named = name_repeated_min_max(folded, &defs);
+        for (const auto &[g, d] : {std::pair{folded, &none}, std::pair{named, &defs}}) {
+            Expr f = distribute(g);
+            if (std::optional<int64_t> c = constant_upper_bound(f)) return c;
+            if (std::optional<int64_t> c = interval_upper_bound(f, *d)) return c;
+        }
+        return std::nullopt;
     }
 
     /// An upper bound by interval arithmetic: block and thread ids stay symbolic first (so the
-    /// tile's base cancels), variables used once may be anything (nothing cancels them); then
-    /// ids are >= 0 (thread ids < 1024) and loop variables lie in their loops.
-    std::optional<int64_t> interval_upper_bound(const Expr &e) const {
+    /// tile's base cancels), variables used once may be anything (nothing cancels them), and a
+    /// named min or max (defs) lies within the bounds of its definition; then ids are >= 0
+    /// (thread ids < 1024) and loop variables lie in their loops.
+    std::optional<int64_t> interval_upper_bound(const Expr &e,
+                                                const std::map<std::string, Expr> &defs) const {
         class Ids : public IRMutator {
         public:
             std::map<std::string, int> uses;
@@ -341,10 +404,17 @@ private:
             }
         } ids;
         Expr x = ids.mutate(e);
+        std::map<std::string, Expr> renamed;
+        for (const auto &[name, def] : defs)
+            renamed[name] = ids.mutate(def);
         kiln::Scope first;
         for (auto &[name, count] : ids.uses) {
-            if (count == 1 && !loops.count(name)) first[name] = Interval::everything();
+            if (count == 1 && !loops.count(name) && !defs.count(name)) {
+                first[name] = Interval::everything();
+            }
         }
+        for (const auto &[name, def] : renamed)
+            first[name] = bounds_of_expr(def, first);
         Interval i = bounds_of_expr(x, first);
         if (!i.has_upper_bound()) return std::nullopt;
         Expr hi = simplify(i.max);
@@ -450,6 +520,12 @@ private:
             return LetStmt::make(op->name, op->value, body);
         }
         if (const Allocate *op = s.as<Allocate>()) {
+            // Block-level code that thread 0 runs alone may still keep its Funcs in shared
+            // memory (nothing else touches them there).
+            if (thread_zero && op->memory_type == MemoryType::GPUShared) {
+                record_shared(op);
+                return in_thread(op->body);
+            }
             if (op->memory_type == MemoryType::GPUShared || op->memory_type == MemoryType::Heap) {
                 user_error("store_in(", memory_type_spelling(op->memory_type), "): '", op->name,
                            "' is stored inside a gpu_threads loop of the kernel of '", kernel_func,
@@ -524,7 +600,10 @@ private:
             if (s.as<Block>()) return block_list(s);
             if (!c.store) return s;
             check_no_parallel(s);
-            return IfThenElse::make(all_threads_zero(), in_thread(s));
+            thread_zero = true;
+            Stmt body = in_thread(s);
+            thread_zero = false;
+            return IfThenElse::make(all_threads_zero(), body);
         }
         if (const For *op = s.as<For>()) {
             if (op->for_type == ForType::GPUThread) return thread_loop(op, true);
@@ -604,6 +683,12 @@ private:
                        "MemoryType::Register (each thread keeps its own elements), or "
                        "compute_at a gpu_threads loop for storage private to each thread");
         }
+        record_shared(op);
+        return block_level(op->body);
+    }
+
+    /// Adds op to the kernel's shared allocations, lifted to the top of the kernel.
+    void record_shared(const Allocate *op) {
         int64_t elements = allocation_elements(op, "shared");
         int64_t bytes = elements * op->type.bytes() * op->type.lanes;
         // Copies of one allocation (loop partitioning duplicates a loop body) never live at
@@ -616,7 +701,6 @@ private:
             same->elements = std::max(same->elements, elements);
             same->bytes = std::max(same->bytes, bytes);
         }
-        return block_level(op->body);
     }
 
     /// Removes thread guards whose extent is the whole block size.

@@ -17,7 +17,10 @@
 //    the top of the kernel with a constant size; in MemoryType::Register they are lifted into a
 //    private array per thread, each thread keeping the elements it alone touches
 //    (schedule/GPURegisters.h); allocations inside thread loops are thread-private arrays of
-//    constant size;
+//    constant size, except a GPUShared one in a statement that thread 0 runs alone, which is
+//    shared like one at block level; constant sizes are upper bounds found by simplifying with
+//    the lets in scope, + and - moved into min/max arms (a min() that occurs more than once is
+//    named first, so a tile's base cancels) and interval arithmetic;
 //  - in the host code, replaces the loop nest by copies to the device (inputs whose device copy is
 //    stale, device allocations for outputs), a gpu_launch intrinsic and device-dirty marks; host
 //    statements that touch a buffer some kernel touches first copy it back (when the device copy
