@@ -7,9 +7,11 @@
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include "codegen/Arithmetic.h"
 #include "codegen/LLVMModuleImpl.h"
@@ -100,6 +102,8 @@ struct FunctionState {
     /// The int64 form of int32 index values (CodeGen::wide_index), each placed just after the
     /// value it widens, so that it is available wherever that value is.
     std::map<llvm::Value *, llvm::Value *> wide;
+    /// Whether the function has non-temporal stores, so it fences them before returning.
+    bool nontemporal = false;
 };
 
 class CodeGen : public IRVisitor {
@@ -109,6 +113,7 @@ public:
         if (t.fast_math) builder.setFastMathFlags(llvm::FastMathFlags::getFast());
         i32 = builder.getInt32Ty();
         ptr = builder.getPtrTy();
+        x86 = llvm::Triple(t.triple).isX86();
         buffer_type = llvm::StructType::create(
             context,
             {builder.getInt64Ty(), ptr, ptr, builder.getInt64Ty(),
@@ -174,6 +179,7 @@ public:
             }
         }
         codegen(f.body);
+        fence_nontemporal_stores();
         builder.CreateRet(builder.getInt32(kiln_success));
         emit_argv_wrapper(f, entry);
     }
@@ -186,6 +192,7 @@ private:
     llvm::Module &module;
     llvm::IRBuilder<> builder;
     FunctionState state;
+    bool x86 = false;             ///< the target is x86 (non-temporal stores and their fence)
     llvm::Value *value = nullptr; ///< the result of the last expression visited
 
     llvm::IntegerType *i32;
@@ -318,6 +325,46 @@ private:
         llvm::MDNode *root = md.createTBAARoot("kiln buffers");
         llvm::MDNode *type = md.createTBAAScalarTypeNode(buffer, root);
         inst->setMetadata(llvm::LLVMContext::MD_tbaa, md.createTBAAStructTagNode(type, type, 0));
+    }
+
+    /// A dense vector store with a non-temporal hint (Func::store_nontemporal) where its address
+    /// is aligned to the vector (at most 64 bytes), as x86's movnt instructions require; a
+    /// plain store where it is not.
+    void nontemporal_store(llvm::Value *v, llvm::Value *p, Type t, const std::string &buffer) {
+        uint64_t bytes = uint64_t(t.bytes()) * uint64_t(t.lanes);
+        llvm::Align element(t.bytes());
+        if (bytes < 16 || (bytes & (bytes - 1)) != 0) {
+            mark_access(builder.CreateAlignedStore(v, p, element), buffer);
+            return;
+        }
+        uint64_t alignment = std::min<uint64_t>(bytes, 64);
+        llvm::Value *offset = builder.CreateAnd(builder.CreatePtrToInt(p, builder.getInt64Ty()),
+                                                builder.getInt64(alignment - 1));
+        llvm::BasicBlock *streaming = new_block(buffer + ".nontemporal");
+        llvm::BasicBlock *plain = new_block(buffer + ".unaligned");
+        llvm::BasicBlock *after = new_block(buffer + ".stored");
+        builder.CreateCondBr(builder.CreateICmpEQ(offset, builder.getInt64(0)), streaming, plain,
+                             llvm::MDBuilder(context).createLikelyBranchWeights());
+        builder.SetInsertPoint(streaming);
+        llvm::StoreInst *store = builder.CreateAlignedStore(v, p, llvm::Align(alignment));
+        store->setMetadata(
+            llvm::LLVMContext::MD_nontemporal,
+            llvm::MDNode::get(context, {llvm::ConstantAsMetadata::get(builder.getInt32(1))}));
+        mark_access(store, buffer);
+        builder.CreateBr(after);
+        builder.SetInsertPoint(plain);
+        mark_access(builder.CreateAlignedStore(v, p, element), buffer);
+        builder.CreateBr(after);
+        builder.SetInsertPoint(after);
+        state.nontemporal = true;
+    }
+
+    /// Non-temporal stores are weakly ordered: an sfence makes them visible to other threads
+    /// (the caller, or the tasks of a parallel loop) before they read the data.
+    void fence_nontemporal_stores() {
+        if (!state.nontemporal) return;
+        builder.CreateCall(
+            llvm::Intrinsic::getDeclaration(&module, llvm::Intrinsic::x86_sse_sfence));
     }
 
     /// A <1 x T> vector holding v, for masked operations on one lane.
@@ -1040,10 +1087,12 @@ private:
         task->getArg(1)->setName(op->name);
         state.symbols.push(op->name, task->getArg(1));
         codegen(op->body);
+        fence_nontemporal_stores();
         builder.CreateRet(builder.getInt32(kiln_success));
         state = std::move(outer);
         builder.restoreIP(outer_point);
 
+        fence_nontemporal_stores(); // the tasks may read what this thread stored
         llvm::Value *code =
             builder.CreateCall(kiln_parallel_for_fn,
                                {llvm::ConstantPointerNull::get(ptr), task, min, extent, closure});
@@ -1080,6 +1129,8 @@ private:
             llvm::Value *p = element_pointer(element, base, r->base);
             if (mask) {
                 mark_access(builder.CreateMaskedStore(v, p, align, mask), op->name);
+            } else if (x86 && lowered->nontemporal_stores.count(op->name)) {
+                nontemporal_store(v, p, t, op->name);
             } else {
                 mark_access(builder.CreateAlignedStore(v, p, align), op->name);
             }

@@ -267,6 +267,13 @@ public:
     /// time for outputs), fixing the loop bounds.
     Func &bound(const Var &var, int min, int extent);
     Func &store_in(MemoryType memory_type);
+    /// Writes this Func's dense vector stores with non-temporal hints (x86 `vmovntps` & co.):
+    /// they bypass the caches, and the CPU does not first read the lines it overwrites. For a
+    /// large output written once and not read again soon (a memory-bound operator's result);
+    /// harmful for data read back while still in cache. Each store checks its address at run
+    /// time (an unaligned vector is stored normally); the pipeline and each parallel task end
+    /// with a store fence. Other targets (and GPU kernels) ignore it.
+    Func &store_nontemporal();
 
     /// Wrappers (Halide's in()). `f.in(g)` returns a new pure Func `f_in_g(x, y) = f(x, y)`,
     /// with f's dimensions and pure Var names, and every call to f in g's definitions (pure and

@@ -832,4 +832,9 @@ Func &Func::store_in(MemoryType memory_type) {
     return *this;
 }
 
+Func &Func::store_nontemporal() {
+    record_func_level(contents, Primitive::store_nontemporal, {}, {}, "", "");
+    return *this;
+}
+
 } // namespace kiln

@@ -120,6 +120,12 @@ LoweredFunc lower_impl(const std::vector<Func> &outputs, const std::string &name
     result.args = args;
     result.body = s;
     result.kernels = std::move(kernels);
+    for (const auto &[fname, schedule] : env.schedules) {
+        if (!schedule.nontemporal) continue;
+        const FunctionContents &f = *env.funcs.at(fname);
+        for (size_t i = 0; i < f.output_types.size(); i++)
+            result.nontemporal_stores.insert(buffer_name(f, int(i)));
+    }
 #ifndef NDEBUG
     verify_lowered(result);
 #endif

@@ -15,6 +15,7 @@
 //    kiln_malloc/kiln_free; Stack and Register allocations live on the stack.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,8 @@ struct LoweredFunc {
     /// between host and device are explicit intrinsics (see schedule/OffloadGPULoops.h).
     Stmt body;
     std::vector<DeviceKernel> kernels; ///< empty for a CPU-only pipeline
+    /// Buffers whose dense vector stores are non-temporal (Func::store_nontemporal).
+    std::set<std::string> nontemporal_stores;
 };
 
 } // namespace kiln

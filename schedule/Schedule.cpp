@@ -112,6 +112,7 @@ public:
         case Primitive::reorder_storage:
         case Primitive::bound:
         case Primitive::store_in:
+        case Primitive::store_nontemporal:
         case Primitive::in:
             break;
         }
@@ -385,6 +386,9 @@ FuncSchedule build_func_schedule(const FunctionContents &f, bool is_output) {
                                  MemoryType::Register, MemoryType::GPUShared}) {
                 if (d.option == memory_type_name(m)) fs.memory_type = m;
             }
+            break;
+        case Primitive::store_nontemporal:
+            fs.nontemporal = true;
             break;
         case Primitive::in:
             // Made the wrapper when called (this Func); lowering redirects the calls.

@@ -60,6 +60,7 @@ struct FuncSchedule {
     LoopLevel compute_level, store_level;
     std::vector<std::string> storage_order; ///< pure variables, innermost first
     MemoryType memory_type = MemoryType::Auto;
+    bool nontemporal = false; ///< store_nontemporal
     struct Bound {
         std::string var;
         int64_t min, extent;

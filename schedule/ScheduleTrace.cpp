@@ -616,6 +616,9 @@ void replay(const Directive &d, Primitive p, size_t index, const std::vector<Fun
     case Primitive::store_in:
         f.store_in(memory_type_of(d));
         return;
+    case Primitive::store_nontemporal:
+        f.store_nontemporal();
+        return;
     case Primitive::in:
         break; // replay_in
     }
@@ -772,6 +775,7 @@ std::string ScheduleTrace::to_cpp() const {
         case Primitive::reorder_storage:
         case Primitive::bound:
         case Primitive::store_in:
+        case Primitive::store_nontemporal:
             out << stage << "." << spec.name << "(" << cpp_arguments(d, spec) << ");\n";
             break;
         }

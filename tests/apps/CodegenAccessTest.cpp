@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "apps/Operator.h"
 #include "codegen/CodeGenLLVM.h"
@@ -176,6 +178,39 @@ size_t occurrences(const std::string &text, const std::string &what) {
 }
 
 } // namespace
+
+// store_nontemporal: the output's dense vector stores are movntps where the address is aligned
+// to the vector, plain stores where it is not (checked per store), and the parallel task that
+// stores them ends with an sfence. The values are right either way: an output buffer 64-byte
+// aligned, and one a float past that.
+TEST(CodegenAccess, NonTemporalStoresAreStreamedWhereAlignedAndFenced) {
+    const int W = 64, H = 6;
+    Buffer<float> in = ramp_input(W, H, "nt_in");
+    Func out("nt_out");
+    Var x("x"), y("y");
+    out(x, y) = in(x, y) * 3.f + 1.f;
+    out.vectorize(x, 16).parallel(y).store_nontemporal();
+    std::string assembly =
+        compile_to_llvm_module(Pipeline(out).lower(), avx512_target()).assembly();
+    EXPECT_NE(assembly.find("vmovntps\t%zmm"), std::string::npos) << assembly;
+    EXPECT_NE(assembly.find("vmovups\t%zmm"), std::string::npos) << assembly; // unaligned
+    EXPECT_EQ(occurrences(assembly, "sfence"), size_t(1)) << assembly;        // the task's
+    std::vector<float> storage(size_t(W) * H + 32);
+    float *aligned = storage.data();
+    while (reinterpret_cast<uintptr_t>(aligned) % 64 != 0)
+        aligned++;
+    for (float *data : {aligned, aligned + 1}) {
+        Buffer<float> got(data, {W, H}, "nt_out");
+        Pipeline(out).realize({got});
+        for (int yy = 0; yy < H; yy++) {
+            for (int xx = 0; xx < W; xx++)
+                ASSERT_EQ(got(xx, yy), in(xx, yy) * 3.f + 1.f) << xx << ", " << yy;
+        }
+    }
+    // Recorded and replayed like any directive.
+    EXPECT_NE(ScheduleTrace::capture({out}).to_cpp().find("nt_out.store_nontemporal();"),
+              std::string::npos);
+}
 
 // A reduction into an output, written as users write one (C(j, i) += A(k, i) * B(j, k)), with k
 // innermost and j vectorized: each access carries a TBAA tag of its buffer, so LLVM knows the
