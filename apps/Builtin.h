@@ -33,6 +33,13 @@ void define_by_generator(Operator &op, const BuiltinSchedule &schedule);
 std::vector<int64_t> hand_first(int64_t hand, const std::vector<int64_t> &values);
 /// lo, 2 lo, ... up to hi.
 std::vector<int64_t> powers_of_two(int64_t lo, int64_t hi);
+/// Hand schedules store outputs of at least this many bytes non-temporally
+/// (Func::store_nontemporal): larger than the caches of the machines kiln is tuned on, they
+/// would only evict the inputs.
+constexpr int64_t streaming_bytes = int64_t(16) << 20;
+/// out.store_nontemporal() when the output has at least streaming_bytes. Not a knob: a knob would
+/// turn an operator that has none (softmax, layernorm) from the automatic space into a template.
+void stream_large_output(Func out, int64_t bytes);
 /// A hand schedule's tile for a small shape: `tile` halved while it exceeds `extent`, down to
 /// no less than `smallest`.
 int64_t halved_to_fit(int64_t tile, int64_t extent, int64_t smallest = 1);

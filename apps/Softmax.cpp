@@ -55,6 +55,7 @@ void schedule_softmax(OperatorInstance &inst, GeneratorContext &ctx) {
     // The row length is known: constant loop extents, and the row of exponentials (16 KB at
     // N = 4096) lives on the stack instead of being allocated per row.
     out.bound(x, 0, N).vectorize(x, lanes);
+    stream_large_output(out, int64_t(4) * N * inst.shape[0]);
     Var y = row_tasks(out, inst.shape[0]);
     for (Func p : {mx_partial, sum_partial}) {
         p.compute_at(out, y).vectorize(l, vec);
