@@ -110,6 +110,7 @@ public:
         for (const std::string &s : prologue)
             line(s);
         stmt(k.body);
+        settle_barrier();
         out << "}\n";
         return out.str();
     }
@@ -126,7 +127,26 @@ private:
 
     bool cuda() const { return api == GpuApi::CUDA; }
 
-    void line(const std::string &s) { out << std::string(size_t(indent) * 4, ' ') << s << "\n"; }
+    /// A barrier is printed lazily, just before the next line: consecutive barriers print as one,
+    /// and a loop that opens with its barrier takes the place of one just before it (PoCL 3.1 runs
+    /// some kernels with two barriers in a row wrong; tests/pipeline/GPUScheduleFuzzTest.cpp,
+    /// GPUScheduleFuzzBugs.PoCLRunsAStagedProducerInASplitReduction).
+    bool barrier_pending = false;
+
+    void line(const std::string &s) {
+        settle_barrier();
+        out << std::string(size_t(indent) * 4, ' ') << s << "\n";
+    }
+    /// Prints the pending barrier, if any, at the current indentation (before a block closes).
+    void settle_barrier() {
+        if (!barrier_pending) return;
+        barrier_pending = false;
+        line(barrier_line());
+    }
+    void dedent() {
+        settle_barrier();
+        indent--;
+    }
     /// Emits the declarations of the Lets found in the expressions of the statement at hand.
     void flush() {
         for (const std::string &d : exprs.pending)
@@ -279,6 +299,13 @@ private:
                             op->for_type == ForType::Vectorized,
                         "device code: ", for_type_name(op->for_type), " loop '", op->name,
                         "' inside a kernel");
+        // OpenCL: a body that ends with a barrier opens with it instead, and one follows the loop
+        // (see the header: PoCL miscompiles the first form). A barrier pending before the loop is
+        // one of those two: the loop's first one when it runs, the one after it when it does not.
+        Stmt body = cuda() ? Stmt() : without_final_barrier(op->body);
+        bool barrier_first = body.defined();
+        if (!barrier_first) body = op->body;
+        if (barrier_first) barrier_pending = false;
         std::string min = loop_bound(op->min, op->name + ".min");
         std::string extent = loop_bound(op->extent, op->name + ".extent");
         flush();
@@ -288,20 +315,15 @@ private:
         std::string end = kmin && kextent ? std::to_string(*kmin + *kextent)
                           : kmin == 0     ? extent
                                           : min + " + " + extent;
-        // OpenCL: a body that ends with a barrier opens with it instead, and one follows the loop
-        // (see the header: PoCL miscompiles the first form).
-        Stmt body = cuda() ? Stmt() : without_final_barrier(op->body);
-        bool barrier_first = body.defined();
-        if (!barrier_first) body = op->body;
         line("for (int " + v + " = " + min + "; " + v + " < " + end + "; " + v + "++) {");
         names.push(op->name, v);
         indent++;
-        if (barrier_first) line(barrier_line());
+        if (barrier_first) barrier_pending = true;
         stmt(body);
-        indent--;
+        dedent();
         names.pop(op->name);
         line("}");
-        if (barrier_first) line(barrier_line());
+        if (barrier_first) barrier_pending = true;
     }
 
     static bool is_barrier(const Stmt &s) {
@@ -319,6 +341,11 @@ private:
             return body.defined() ? LetStmt::make(l->name, l->value, body) : Stmt();
         }
         if (const auto *b = s.as<Block>()) {
+            if (is_barrier(b->rest)) {
+                // Barriers in a row: all of them go.
+                Stmt first = without_final_barrier(b->first);
+                return first.defined() ? first : b->first;
+            }
             Stmt rest = without_final_barrier(b->rest);
             return rest.defined() ? Block::make(b->first, rest) : Stmt();
         }
@@ -336,7 +363,7 @@ private:
             line("} else {");
             indent++;
             if_then_else_body(op, condition, false);
-            indent--;
+            dedent();
             line("}");
             return;
         }
@@ -348,7 +375,7 @@ private:
         line((chained ? "} else if (" : "if (") + condition + ") {");
         indent++;
         stmt(op->then_case);
-        indent--;
+        dedent();
         if (const auto *next = op->else_case.as<IfThenElse>()) {
             exprs.begin_statement();
             if_then_else(next, true);
@@ -358,7 +385,7 @@ private:
             line("} else {");
             indent++;
             stmt(op->else_case);
-            indent--;
+            dedent();
         }
         line("}");
     }
@@ -366,7 +393,7 @@ private:
     void evaluate(const Evaluate *op) {
         if (const auto *c = op->value.as<Call>();
             c && c->call_type == Call::Intrinsic && c->name == intrinsic::gpu_barrier) {
-            line(barrier_line());
+            barrier_pending = true;
             return;
         }
         // Anything else is a pure expression, whose value nobody uses.

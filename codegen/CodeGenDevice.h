@@ -23,6 +23,8 @@
 // more after the loop: every access keeps its order against every other, at the cost of one
 // barrier per loop. PoCL 3.1 miscompiles the first form when a guarded store precedes that
 // barrier (tests/pipeline/GPUScheduleFuzzTest.cpp, GPUScheduleFuzzBugs.PoCLRuns...); CUDA keeps it.
+// Barriers print lazily, before the next line: two in a row print as one, and such a loop takes
+// the place of a barrier right before or after it (PoCL 3.1 lost a local store before the pair).
 // Vector code (Ramp, Broadcast, vector Loads, Stores and lets):
 //  - OpenCL, 2, 3, 4, 8 or 16 lanes: OpenCL vector types (float4, int8, ...); dense loads and
 //    unpredicated dense stores are vloadN/vstoreN; bool vectors are masks (-1/0) of the signed

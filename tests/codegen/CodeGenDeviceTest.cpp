@@ -147,6 +147,29 @@ TEST(CodeGenDevice, OpenCLLoopsOpenWithTheirBarrier) {
     EXPECT_EQ(count(cl, "barrier(CLK_LOCAL_MEM_FENCE);"), 3u) << cl;
 }
 
+TEST(CodeGenDevice, BarriersInARowArePrintedOnce) {
+    // Barriers before and after the loop, and two in a row inside it: in OpenCL the loop's own
+    // barriers (opening its body, following it) take their places (PoCL 3.1 lost a store to
+    // local memory before a barrier that came right before such a loop); in CUDA two in a row
+    // print as one.
+    DeviceKernel k = reverse_tiles_loop_kernel();
+    const auto *alloc = k.body.as<Allocate>();
+    const auto *loop = alloc->body.as<Block>()->first.as<For>();
+    const auto *let = loop->body.as<LetStmt>();
+    Stmt twice = Block::make({let->body, gpu_barrier()});
+    Stmt body = Block::make({gpu_barrier(), gpu_barrier(),
+                             For::make(loop->name, loop->min, loop->extent, loop->for_type,
+                                       LetStmt::make(let->name, let->value, twice)),
+                             gpu_barrier(), Free::make("tile")});
+    k.body = Allocate::make("tile", Float(32), MemoryType::GPUShared, {Expr(32)}, Expr(), body);
+    std::string cl = print(k, GpuApi::OpenCL);
+    EXPECT_EQ(count(cl, "barrier(CLK_LOCAL_MEM_FENCE);"), 3u) << cl;
+    EXPECT_CONTAINS(cl, "[32];\n    for (int i = 0; i < tiles; i++) {\n        barrier(");
+    std::string cu = print(k, GpuApi::CUDA);
+    // Before the loop, between fill and drain, ending the body, after the loop.
+    EXPECT_EQ(count(cu, "__syncthreads();"), 4u) << cu;
+}
+
 TEST(CodeGenDevice, SharedAllocationIsDeclaredAtFunctionScope) {
     // Inside a let, still printed first (OpenCL allows __local only at function scope).
     DeviceKernel k = reverse_kernel();

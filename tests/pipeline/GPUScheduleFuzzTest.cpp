@@ -2132,8 +2132,14 @@ TEST(GPUScheduleFuzzBugs, DISABLED_PoCLRunsASplitReductionWithAStagedProducer) {
 // 2,000-schedule run, pipeline 'matmul'): the sums stayed 0. The printed kernel was right: built
 // with -cl-opt-disable, or compiled as C with gcc and run with a pthread per work-item and a
 // pthread barrier, it gave the reference's results; adding a printf to it also did. Since OpenCL
-// loops open with their barrier instead of ending with it (codegen/CodeGenDevice.h), PoCL runs
-// it right: a regression test of that workaround.
+// loops open with their barrier instead of ending with it (codegen/CodeGenDevice.h), the sums come
+// out right in the release build, but not under AddressSanitizer, whose malloc fills new memory
+// with 0xbe: each sum was off by 0xbebebebe (-0.3725 as a float), so PoCL still lost the store of
+// prod's initial 0 to local memory, and release builds passed only because PoCL's fresh local
+// memory was 0. The store was lost while a barrier came right before the loop over r's tiles,
+// which opens with one: the printer now prints a pending barrier once, and a loop opening with
+// a barrier takes the place of the one before it. A regression test of both workarounds (under
+// the sanitizers it fails without the second).
 TEST(GPUScheduleFuzzBugs, PoCLRunsAStagedProducerInASplitReduction) {
     KILN_REQUIRE_OPENCL();
     const int N = 2, M = 1, K = 16;
