@@ -37,14 +37,15 @@ OperatorInstance make_matmul(const std::vector<int64_t> &shape) {
 }
 
 // The register-blocked kernel, as in Halide's linear_algebra sgemm: each task owns a panel of
-// 32 columns of C; it copies the K x 32 panel of B into a dense scratch buffer (B_panel, 128 KB at
-// K = 1024: it stays in L2 and is read sequentially), then walks the rows in blocks of 8. A block
-// is an 8 x 32 tile of C held in 16 zmm accumulators (prod, computed at the row block): for each
-// k, two vector loads from B_panel, eight broadcasts of A and sixteen vfmadd231ps. Small shapes use
-// smaller tiles so that the tiles fit inside the output. A narrow C (two register tiles wide, e.g.
-// 4096 x 64 x 4096) with K >= 1024 blocks K instead (schedule_matmul_k_blocked): tasks are row
-// blocks of 8, prod holds both tiles of a row block, and each block of 256 values of k is walked
-// over both tiles, so B's 256 x 64 block stays in cache and A is read once.
+// 64 columns of C (AVX-512; 2 vectors elsewhere); it copies the K x 64 panel of B into a dense
+// scratch buffer (B_panel, 256 KB at K = 1024: it stays in L2 and is read sequentially), then walks
+// the rows in blocks of 6. A block is a 6 x 64 tile of C held in 24 zmm accumulators (prod,
+// computed at the row block): for each k, four vector loads from B_panel, six broadcasts of A and
+// 24 vfmadd231ps, k unrolled twice. Small shapes use smaller tiles so that the tiles fit inside
+// the output. Without AVX-512 the tile is 8 rows x 2 vectors, and a narrow C (two such tiles
+// wide) with K >= 1024 blocks K instead (schedule_matmul_k_blocked): tasks are row blocks of 8,
+// prod holds both tiles of a row block, and each block of 256 values of k is walked over both
+// tiles, so B's block stays in cache and A is read once.
 // The GPU kernel (target.gpu != None), as knobs whose defaults are the hand schedule: a block
 // computes a tile_j x tile_i (64 x 64) tile of C, each thread an out_j x out_i (4 x 4) group of
 // outputs; prod, the block's tile of sums, is computed per block in MemoryType::Register, so each
@@ -186,16 +187,37 @@ void schedule_matmul(OperatorInstance &inst, GeneratorContext &ctx) {
     if (target.has_gpu()) return schedule_matmul_gpu(inst, ctx);
     const int64_t M = inst.shape[0], N = inst.shape[1], K = inst.shape[2];
     const int vec = std::max(1, target.vector_bits / 32);
-    const int64_t hand_j = halved_to_fit(int64_t(2) * vec, N);
-    const int64_t hand_i = halved_to_fit(8, M);
+    // The K-blocked schedule's register tile (and, without 32 vector registers, the hand tile, with
+    // K blocking as the hand schedule of a narrow C): 2 vectors x 8 rows.
+    const int64_t panel_j = halved_to_fit(int64_t(2) * vec, N);
+    const bool narrow = N <= 4 * panel_j && K >= 1024;
+    // With AVX-512's 32 registers the hand tile is 4 vectors x 6 rows (24 accumulators; per k, 4
+    // loads of B's panel and 6 broadcasts of A for 24 FMAs instead of 2 and 8 for 16) with k
+    // unrolled twice: on an Intel Xeon (Sapphire Rapids class) it ran 1.1-1.2x the 8-row tile at
+    // every bench shape, whose A addresses cost a chain of integer adds per k that competes with
+    // the FMAs for ports 0 and 5 (docs/BENCHMARKS.md). Where that tile spans all of C's columns
+    // (4096 x 64 x 4096), the row blocks are the parallel loop and B is read in place: a K x 64
+    // B is its own panel. That also beat the K-blocked schedule there (1.1-1.15x).
+    const bool wide_tile = vec >= 16;
+    const int64_t hand_j = wide_tile ? halved_to_fit(int64_t(4) * vec, N) : panel_j;
+    const int64_t hand_i = halved_to_fit(wide_tile ? 6 : 8, M);
+    const int64_t hand_k_unroll = wide_tile && K % 2 == 0 ? 2 : 1;
+    const bool one_panel = wide_tile && hand_j >= N;
+    const int64_t hand_tiles =
+        !wide_tile && N <= 2 * panel_j && N % panel_j == 0 && narrow ? N / panel_j : 1;
     const int lanes =
         int(ctx.knob("lanes", hand_first(std::min<int64_t>(vec, hand_j), {4, 8, 16})));
     const int tile_j = int(ctx.knob("tile_j", hand_first(hand_j, powers_of_two(4, 128))));
     const int tile_i = int(ctx.knob("tile_i", hand_first(hand_i, {1, 2, 4, 6, 8, 12, 16})));
-    const bool io_inner = ctx.knob_choice("outer_order", {"io_inner", "jo_inner"}) == "io_inner";
-    const std::string b_panel = ctx.knob_choice("b_panel", {"at_jo", "inline", "root"});
+    const bool io_inner =
+        ctx.knob_choice("outer_order",
+                        one_panel ? std::vector<std::string>{"jo_inner", "io_inner"}
+                                  : std::vector<std::string>{"io_inner", "jo_inner"}) == "io_inner";
+    const std::string b_panel =
+        ctx.knob_choice("b_panel", one_panel ? std::vector<std::string>{"inline", "at_jo", "root"}
+                                             : std::vector<std::string>{"at_jo", "inline", "root"});
     const bool prod_at_tile = ctx.knob_choice("prod_at", {"tile", "strip"}) == "tile";
-    const int k_unroll = int(ctx.knob("k_unroll", {1, 2, 4}));
+    const int k_unroll = int(ctx.knob("k_unroll", hand_first(hand_k_unroll, {1, 2, 4})));
     const bool unroll_i = ctx.knob("unroll_i", {1, 0}) != 0;
     const bool parallel = ctx.knob("parallel", {1, 0}) != 0;
     // K blocking for a narrow C (a few register tiles wide) and a long K: the hand schedule's
@@ -204,11 +226,9 @@ void schedule_matmul(OperatorInstance &inst, GeneratorContext &ctx) {
     // when it is narrow) and tile_i rows, its k loop is split into blocks of k_block, and each
     // block is walked over all the register tiles before the next: B's k_block x (tile_j *
     // j_tiles) block stays in cache and A's rows are read once per row block. The tuner is
-    // offered it where it can pay, C at most four register tiles wide and K at least 1024 (at
-    // 1024^3 it measured no faster than the hand schedule), so elsewhere the two knobs have one
-    // value and the space is as dense as without them.
-    const bool narrow = N <= 4 * hand_j && K >= 1024;
-    const int64_t hand_tiles = N <= 2 * hand_j && N % hand_j == 0 && narrow ? N / hand_j : 1;
+    // offered it where it can pay, C at most four of its register tiles (panel_j) wide and K at
+    // least 1024 (at 1024^3 it measured no faster than the hand schedule), so elsewhere the two
+    // knobs have one value and the space is as dense as without them.
     const int j_tiles =
         int(ctx.knob("j_tiles", hand_first(hand_tiles, narrow ? std::vector<int64_t>{1, 2, 4}
                                                               : std::vector<int64_t>{1})));

@@ -227,13 +227,16 @@ TEST(SearchSpace, MatmulTemplateContainsTheHandSchedule) {
     std::vector<int64_t> shape{64, 64, 64};
     SearchSpace t = space_for(op, shape, "template", Target::host());
     int vec = std::max(4, Target::host().vector_bits / 32);
+    // With AVX-512 (32 registers): 4 vectors x 6 rows, k unrolled twice; at N = 64 that tile is
+    // all of C's width, so the row blocks are the outer (parallel) loop and B is read in place.
+    bool wide = vec >= 16;
     nlohmann::json hand = {{"lanes", std::min(vec, 16)},
-                           {"tile_j", 2 * std::min(vec, 16)},
-                           {"tile_i", 8},
-                           {"outer_order", "io_inner"},
-                           {"b_panel", "at_jo"},
+                           {"tile_j", (wide ? 4 : 2) * std::min(vec, 16)},
+                           {"tile_i", wide ? 6 : 8},
+                           {"outer_order", wide ? "jo_inner" : "io_inner"},
+                           {"b_panel", wide ? "inline" : "at_jo"},
                            {"prod_at", "tile"},
-                           {"k_unroll", 1},
+                           {"k_unroll", wide ? 2 : 1},
                            {"unroll_i", 1},
                            {"parallel", 1},
                            {"j_tiles", 1},
