@@ -1,7 +1,8 @@
 // Each operator's GPU hand schedule (hand_schedule with a target whose gpu is OpenCL) runs on
 // this machine's OpenCL device (PoCL here) at small and odd shapes against the operator's
-// plain-loop reference, and its kernels compile as CUDA C (NVRTC + ptxas for sm_90). Skipped,
-// with the reason printed, without an OpenCL device or the CUDA toolkit.
+// plain-loop reference, and its kernels compile as CUDA C (NVRTC + ptxas for sm_90). On a machine
+// with an NVIDIA GPU the same schedules also run there. Skipped, with the reason printed, without
+// an OpenCL device, a CUDA device or the CUDA toolkit.
 #include <gtest/gtest.h>
 
 #include "apps/Operator.h"
@@ -40,6 +41,27 @@ TEST_P(GPUHandSchedules, RunOnOpenCLAndMatchTheReference) {
     BufferBase out = inst.realize(opencl_target());
     double err = max_relative_error(out, op.reference(inst));
     EXPECT_LE(err, op.tolerance) << op.name << " at " << shape_to_string(inst.shape);
+}
+
+/// Runs op's GPU hand schedule on the CUDA device at shape and compares with the reference.
+void expect_cuda_matches_reference(const Operator &op, const std::vector<int64_t> &shape) {
+    const Target cuda = Target::host().with_gpu(GpuApi::CUDA);
+    OperatorInstance inst = op.make(shape);
+    op.hand_schedule(inst, cuda);
+    BufferBase out = inst.realize(cuda);
+    EXPECT_LE(max_relative_error(out, op.reference(inst)), op.tolerance)
+        << op.name << " at " << shape_to_string(inst.shape);
+}
+
+#define KILN_REQUIRE_CUDA()                                                                        \
+    do {                                                                                           \
+        std::string why = gpu_unavailable(GpuApi::CUDA);                                           \
+        if (!why.empty()) GTEST_SKIP() << "no CUDA device to run kernels on: " << why;             \
+    } while (0)
+
+TEST_P(GPUHandSchedules, RunOnCUDAAndMatchTheReference) {
+    KILN_REQUIRE_CUDA();
+    expect_cuda_matches_reference(find_operator(GetParam().op), GetParam().shape);
 }
 
 TEST_P(GPUHandSchedules, CompileAsCUDA) {
@@ -90,6 +112,16 @@ TEST(GPUHandSchedules, MatmulRunsOnOpenCLAndMatchesTheReference) {
         EXPECT_LE(max_relative_error(out, op.reference(inst)), op.tolerance);
         expect_valid_cuda(inst.pipeline());
     }
+}
+
+// On an NVIDIA GPU: the matmul hand schedule at tile multiples, odd shapes and a size where the
+// grid has many blocks.
+TEST(GPUHandSchedules, MatmulRunsOnCUDAAndMatchesTheReference) {
+    KILN_REQUIRE_CUDA();
+    const Operator &op = find_operator("matmul");
+    for (std::vector<int64_t> shape :
+         {std::vector<int64_t>{64, 64, 64}, {37, 53, 29}, {257, 129, 300}, {512, 512, 512}})
+        expect_cuda_matches_reference(op, shape);
 }
 
 } // namespace

@@ -32,6 +32,9 @@
 //                            and schedule, so KILN_FUZZ_SEED=s KILN_FUZZ_ITERATIONS=1 replays one
 //   KILN_FUZZ_VERBOSE=1      prints every schedule as C++
 //   KILN_FUZZ_CUDA_EVERY=n   checks the kernels of every nth case as CUDA (default 10; 0: never)
+//   KILN_FUZZ_GPU=cuda       runs every case, and the kiln-level reproducers below, on the CUDA
+//                            device instead of OpenCL (skipped with the reason where there is
+//                            none): the same schedules, compared bit for bit, on an NVIDIA GPU
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -76,6 +79,25 @@ int env_int(const char *name, int fallback) {
     const char *v = std::getenv(name);
     return v && *v ? std::atoi(v) : fallback;
 }
+
+/// The API the cases run on: OpenCL (PoCL here), or CUDA with KILN_FUZZ_GPU=cuda.
+GpuApi fuzz_api() {
+    const char *v = std::getenv("KILN_FUZZ_GPU");
+    return v && std::string(v) == "cuda" ? GpuApi::CUDA : GpuApi::OpenCL;
+}
+
+Target fuzz_target() {
+    return Target::host().with_gpu(fuzz_api());
+}
+
+/// Skips a test that runs kernels when this machine has no device of fuzz_api().
+#define KILN_REQUIRE_FUZZ_GPU()                                                                    \
+    do {                                                                                           \
+        std::string why = ::kiln::gpu_unavailable(fuzz_api());                                     \
+        if (!why.empty())                                                                          \
+            GTEST_SKIP() << "no " << gpu_api_name(fuzz_api())                                      \
+                         << " device to run kernels on: " << why;                                  \
+    } while (0)
 
 uint64_t first_seed() {
     const char *v = std::getenv("KILN_FUZZ_SEED");
@@ -1715,7 +1737,7 @@ std::string run_case(Case &c, bool check_cuda) {
         }
         auto start = std::chrono::steady_clock::now();
         Pipeline p(inst.output);
-        CompiledPipeline compiled = p.compile_jit(opencl_target());
+        CompiledPipeline compiled = p.compile_jit(fuzz_target());
         timings.compile += seconds_since(start);
         verify_lowered(compiled.lowered());
         timings.kernels += int(compiled.lowered().kernels.size());
@@ -1759,10 +1781,12 @@ std::string run_case(Case &c, bool check_cuda) {
 }
 
 TEST(GPUScheduleFuzz, RandomGPUSchedulesMatchTheReferenceEvaluator) {
-    KILN_REQUIRE_OPENCL();
+    KILN_REQUIRE_FUZZ_GPU();
     install_crash_handler();
     int iterations = env_int("KILN_FUZZ_ITERATIONS", default_iterations);
-    int cuda_every = env_int("KILN_FUZZ_CUDA_EVERY", default_cuda_every);
+    // Cases that run on the CUDA device need no separate CUDA check.
+    int cuda_every =
+        fuzz_api() == GpuApi::CUDA ? 0 : env_int("KILN_FUZZ_CUDA_EVERY", default_cuda_every);
     std::string why;
     if (cuda_every > 0 && !cuda_usable(&why)) {
         std::printf("[ note     ] CUDA checks skipped: %s\n", why.c_str());
@@ -1799,7 +1823,8 @@ TEST(GPUScheduleFuzz, RandomGPUSchedulesMatchTheReferenceEvaluator) {
         }
     }
     budget.report("GPU schedules", uint64_t(i), uint64_t(iterations));
-    std::printf("[ fuzz ] %d GPU schedules from seed %llu, %d failed, %.1f s (compile %.1f s, "
+    std::printf("[ fuzz ] on %s: ", gpu_api_name(fuzz_api()));
+    std::printf("%d GPU schedules from seed %llu, %d failed, %.1f s (compile %.1f s, "
                 "run %.1f s, %d CUDA checks %.1f s), %d kernels\n",
                 i, static_cast<unsigned long long>(seed), failures, seconds_since(start),
                 timings.compile, timings.run, timings.cuda_checks, timings.cuda, timings.kernels);
@@ -1862,14 +1887,14 @@ TEST(GPUScheduleFuzz, TheCorpusMatchesItsReferenceOnTheHost) {
 // Last, PoCL bugs (not kiln's) that the fuzzer hit: two pass since kiln's OpenCL loops open with
 // their barrier (a workaround), two stay DISABLED_.
 
-/// Compiles for OpenCL, runs and compares with the reference; "" when they agree.
+/// Compiles for fuzz_api(), runs and compares with the reference; "" when they agree.
 std::string gpu_differences(const Func &out, const std::vector<int> &extents) {
     std::vector<BufferBase> want = reference_realize_all(out, extents);
     std::vector<BufferBase> got;
     for (const BufferBase &w : want)
         got.push_back(BufferBase(w.type(), extents, "fz_bug_out"));
     try {
-        Pipeline(out).realize(got, opencl_target());
+        Pipeline(out).realize(got, fuzz_target());
     } catch (const std::exception &e) {
         return e.what();
     }
@@ -1885,7 +1910,7 @@ std::string gpu_differences(const Func &out, const std::vector<int> &extents) {
 // applied several times. Here p's thread loops make the block 8 x 2 threads, and the update of
 // f, whose only thread loop is x, runs in both rows of threads: f = (f * 3 + ...) * 3 + ...
 TEST(GPUScheduleFuzzBugs, AnUpdateWithFewerThreadDimensionsThanItsBlockRunsOnce) {
-    KILN_REQUIRE_OPENCL();
+    KILN_REQUIRE_FUZZ_GPU();
     KILN_SKIP_UNDER_LSAN_POCL_EXIT_CRASH();
     Func p("fz_bug_dims_p"), f("fz_bug_dims_f");
     Var x("x"), y("y"), xo("xo"), xi("xi");
@@ -1906,7 +1931,7 @@ TEST(GPUScheduleFuzzBugs, AnUpdateWithFewerThreadDimensionsThanItsBlockRunsOnce)
 // next row's values. (The thread guard must be the loop's own extent, the constant bound being only
 // the block size.)
 TEST(GPUScheduleFuzzBugs, AThreadLoopOfVaryingExtentRunsOnlyItsOwnIterations) {
-    KILN_REQUIRE_OPENCL();
+    KILN_REQUIRE_FUZZ_GPU();
     Buffer<int> in = input<int>("fz_bug_vary_in", {13, 8}, 5);
     Func p("fz_bug_vary_p"), out("fz_bug_vary_out");
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
@@ -1925,7 +1950,7 @@ TEST(GPUScheduleFuzzBugs, AThreadLoopOfVaryingExtentRunsOnlyItsOwnIterations) {
 // the bound() output (9 > 7 rows): min(yo * 9 + 8, 6) becomes 6 and p's shared size is (8 -
 // (gpu_block_id(1) * 9)).
 TEST(GPUScheduleFuzzBugs, AGuardedTileLargerThanABoundedOutputHasAConstantSize) {
-    KILN_REQUIRE_OPENCL();
+    KILN_REQUIRE_FUZZ_GPU();
     Buffer<int> in = input<int>("fz_bug_big_in", {41, 7}, 6);
     Func p("fz_bug_big_p"), out("fz_bug_big_out");
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
@@ -1941,7 +1966,7 @@ TEST(GPUScheduleFuzzBugs, AGuardedTileLargerThanABoundedOutputHasAConstantSize) 
 // the partitioned tail of the outer loop (ro = 9), min(ri + ro * 2, 18) becomes 18 and the
 // thread-private size of as is (1 - ri).
 TEST(GPUScheduleFuzzBugs, AFuncAtTheInnerLoopOfAGuardedRVarSplitHasAConstantSize) {
-    KILN_REQUIRE_OPENCL();
+    KILN_REQUIRE_FUZZ_GPU();
     Buffer<int> in = input<int>("fz_bug_rv_in", {19, 11}, 7);
     Func as("fz_bug_rv_as"), prod("fz_bug_rv_prod"), out("fz_bug_rv_out");
     Var j("j"), k("k"), jo("jo"), ji("ji");
@@ -1965,7 +1990,7 @@ TEST(GPUScheduleFuzzBugs, AFuncAtTheInnerLoopOfAGuardedRVarSplitHasAConstantSize
 // names a min() that occurs more than once before distributing + and - into min() arms, so the
 // base cancels.
 TEST(GPUScheduleFuzzBugs, AGuardedSplitOfAProducerKeepsConstantSizesInside) {
-    KILN_REQUIRE_OPENCL();
+    KILN_REQUIRE_FUZZ_GPU();
     Buffer<int> in = input<int>("fz_bug_inner_in", {37, 29}, 9);
     Func q("fz_bug_inner_q"), p("fz_bug_inner_p"), out("fz_bug_inner_out");
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xt("xt"), xs("xs");
@@ -1988,7 +2013,7 @@ TEST(GPUScheduleFuzzBugs, AGuardedSplitOfAProducerKeepsConstantSizesInside) {
 // compiles and runs. Fixed: the repeated min() is named, and bounded by its definition's bounds
 // when the interval upper bound is taken.
 TEST(GPUScheduleFuzzBugs, ASplitProducerInAGuardedTileHasConstantSizes) {
-    KILN_REQUIRE_OPENCL();
+    KILN_REQUIRE_FUZZ_GPU();
     for (TailStrategy tail :
          {TailStrategy::GuardWithIf, TailStrategy::ShiftInwards, TailStrategy::RoundUp}) {
         Buffer<int> in = input<int>("fz_bug_split_in", {41, 7}, 8);
@@ -2010,7 +2035,7 @@ TEST(GPUScheduleFuzzBugs, ASplitProducerInAGuardedTileHasConstantSizes) {
 // which the schedule has none of there. (With MemoryType::Auto it compiles and runs.) Fixed: in
 // code that thread 0 runs alone, a GPUShared allocation is lifted into shared memory.
 TEST(GPUScheduleFuzzBugs, SharedStorageInThreadZerosCodeIsAccepted) {
-    KILN_REQUIRE_OPENCL();
+    KILN_REQUIRE_FUZZ_GPU();
     Buffer<int> in = input<int>("fz_bug_t0_in", {20}, 12);
     Func p("fz_bug_t0_p"), g("fz_bug_t0_g"), out("fz_bug_t0_out");
     Var x("x"), xo("xo"), xi("xi");
@@ -2108,7 +2133,7 @@ __kernel __attribute__((reqd_work_group_size(3, 1, 1))) void k(__global const in
 // The same bug through kiln: a block per column j, a thread per row, the K loop split with its
 // outer part at block level (a barrier per iteration), as staged and prod zeroed by thread 0.
 TEST(GPUScheduleFuzzBugs, DISABLED_PoCLRunsASplitReductionWithAStagedProducer) {
-    KILN_REQUIRE_OPENCL();
+    KILN_REQUIRE_FUZZ_GPU();
     const int N = 2, M = 3, K = 4;
     Buffer<int> A = input<int>("fz_pocl_a", {K, M}, 10), B = input<int>("fz_pocl_b", {N, K}, 11);
     Func as("fz_pocl_as"), prod("fz_pocl_prod"), c("fz_pocl_c");
@@ -2141,7 +2166,7 @@ TEST(GPUScheduleFuzzBugs, DISABLED_PoCLRunsASplitReductionWithAStagedProducer) {
 // a barrier takes the place of the one before it. A regression test of both workarounds (under
 // the sanitizers it fails without the second).
 TEST(GPUScheduleFuzzBugs, PoCLRunsAStagedProducerInASplitReduction) {
-    KILN_REQUIRE_OPENCL();
+    KILN_REQUIRE_FUZZ_GPU();
     const int N = 2, M = 1, K = 16;
     Buffer<float> A = input<float>("fz_pocl2_a", {K, M}, 13);
     Buffer<float> B = input<float>("fz_pocl2_b", {N, K}, 14);
@@ -2173,7 +2198,7 @@ TEST(GPUScheduleFuzzBugs, PoCLRunsAStagedProducerInASplitReduction) {
 // each tile's loop body ended with a barrier after the guarded store; it runs right with the
 // barrier opening the body.
 TEST(GPUScheduleFuzzBugs, PoCLRunsAGuardedTileAfterASharedReduction) {
-    KILN_REQUIRE_OPENCL();
+    KILN_REQUIRE_FUZZ_GPU();
     const int W = 53, H = 11;
     Buffer<float> in = input<float>("fz_pocl3_in", {W, H}, 15);
     Func sum("fz_pocl3_sum"), out("fz_pocl3_out");
