@@ -4,15 +4,17 @@
 //   softmax (fp32)  against the device's copy bandwidth (a device-to-device cudaMemcpy)
 //
 //   kiln_bench_gpu_cuda [--rounds N] [--only matmul|conv2d|softmax] [--quick]
-//                       [--trace OP=schedule.json ...]
+//                       [--trace OP=schedule.json ...] [--knobs OP:knob=value,knob=value ...]
 //   (scripts/bench.sh --gpu and scripts/gpu-check.sh run it)
 //
 // kiln's column is the operator's GPU hand schedule (apps/, hand_schedule with a host-cuda
 // target); --trace adds a column for a tuned schedule (a ScheduleTrace as JSON, e.g. from
-// `kiln db best OP --trace`). Every kiln output is checked against the library's output (or the
-// CPU reference for softmax) before anything is timed. Times are medians over rounds, each round
-// the mean of `reps` back-to-back launches timed with CUDA events, implementations interleaved.
-// Without a CUDA device it prints why and exits with status 2.
+// `kiln db best OP --trace`); --knobs adds a column for the operator's template at those knob
+// values (the others at their hand values), e.g. --knobs matmul:tile_j=128,out_j=8. Every kiln
+// output is checked against the library's output (or the CPU reference for softmax) before anything
+// is timed. Times are medians over rounds, each round the mean of `reps` back-to-back launches
+// timed with CUDA events, implementations interleaved. Without a CUDA device it prints why and
+// exits with status 2.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -134,10 +136,13 @@ struct KilnCase {
 };
 
 KilnCase make_kiln_case(const apps::Operator &op, const std::vector<int64_t> &shape,
-                        const std::string &label, const std::string &trace_json) {
+                        const std::string &label, const std::string &trace_json,
+                        const std::map<std::string, std::string> &knobs = {}) {
     Target cuda = Target::parse("host-cuda");
     apps::OperatorInstance inst = op.make(shape);
-    if (trace_json.empty()) {
+    if (!knobs.empty()) {
+        apps::schedule_from_generator(op.generator, op.generator_params, inst, cuda, knobs);
+    } else if (trace_json.empty()) {
         op.hand_schedule(inst, cuda);
     } else {
         ScheduleTrace::parse(trace_json).apply({inst.output});
@@ -174,7 +179,27 @@ struct Options {
     bool quick = false;
     std::string only;
     std::map<std::string, std::string> traces; ///< op -> trace JSON text
+    /// op -> knob settings, one column each (--knobs)
+    std::multimap<std::string, std::map<std::string, std::string>> knobs;
 };
+
+/// The columns of the --knobs settings of op: each "kiln (knob=value, ...)"; a setting the
+/// template rejects (a constraint, an unknown knob) is left out with the reason.
+void add_knob_cases(const Options &o, const apps::Operator &op, const std::vector<int64_t> &shape,
+                    std::vector<KilnCase> &kiln) {
+    auto [first, last] = o.knobs.equal_range(op.name);
+    for (auto it = first; it != last; ++it) {
+        std::string label;
+        for (const auto &[k, v] : it->second)
+            label += (label.empty() ? "" : ",") + k + "=" + v;
+        try {
+            kiln.push_back(make_kiln_case(op, shape, "kiln (" + label + ")", "", it->second));
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "%s %s: knobs %s left out: %s\n", op.name.c_str(),
+                         apps::shape_to_string(shape).c_str(), label.c_str(), e.what());
+        }
+    }
+}
 
 void bench_matmul(const Options &o, int64_t n) {
     const apps::Operator &op = apps::find_operator("matmul");
@@ -191,6 +216,7 @@ void bench_matmul(const Options &o, int64_t n) {
                          (long long)n, e.what());
         }
     }
+    add_knob_cases(o, op, shape, kiln);
     const apps::OperatorInstance &inst = kiln[0].inst;
     // Row-major C[M][N] = A[M][K] B[K][N] is, column-major, C^T = B^T A^T.
     DeviceArray A(inst.input_data[0]), B(inst.input_data[1]), C(size_t(n * n));
@@ -236,6 +262,7 @@ void bench_conv2d(const Options &o) {
     kiln.push_back(make_kiln_case(op, shape, "kiln (hand schedule)", ""));
     if (o.traces.count("conv2d"))
         kiln.push_back(make_kiln_case(op, shape, "kiln (tuned)", o.traces.at("conv2d")));
+    add_knob_cases(o, op, shape, kiln);
     const apps::OperatorInstance &inst = kiln[0].inst;
     DeviceArray in(inst.input_data[0]), w(inst.input_data[1]), out(size_t(W) * H * CO);
     cudnnHandle_t handle;
@@ -315,6 +342,7 @@ void bench_softmax(const Options &o, int64_t n) {
     kiln.push_back(make_kiln_case(op, shape, "kiln (hand schedule)", ""));
     if (o.traces.count("softmax"))
         kiln.push_back(make_kiln_case(op, shape, "kiln (tuned)", o.traces.at("softmax")));
+    add_knob_cases(o, op, shape, kiln);
     BufferBase want = op.reference(kiln[0].inst);
     for (KilnCase &k : kiln) {
         k.out.copy_to_host();
@@ -369,9 +397,26 @@ int main(int argc, char **argv) {
             size_t eq = v.find('=');
             if (eq == std::string::npos) fail("--trace takes OP=path.json, got '" + v + "'");
             o.traces[v.substr(0, eq)] = read_text(v.substr(eq + 1));
+        } else if (a == "--knobs") {
+            // OP:knob=value,knob=value
+            std::string v = value();
+            size_t colon = v.find(':');
+            if (colon == std::string::npos)
+                fail("--knobs takes OP:knob=value,..., got '" + v + "'");
+            std::map<std::string, std::string> knobs;
+            std::stringstream list(v.substr(colon + 1));
+            std::string item;
+            while (std::getline(list, item, ',')) {
+                size_t eq = item.find('=');
+                if (eq == std::string::npos || eq == 0)
+                    fail("--knobs: '" + item + "' is not knob=value");
+                knobs[item.substr(0, eq)] = item.substr(eq + 1);
+            }
+            o.knobs.emplace(v.substr(0, colon), knobs);
         } else {
             fail("unknown option '" + a +
-                 "' (known: --rounds N, --only matmul|conv2d|softmax, --quick, --trace OP=FILE)");
+                 "' (known: --rounds N, --only matmul|conv2d|softmax, --quick, --trace OP=FILE, "
+                 "--knobs OP:knob=value,...)");
         }
     }
     const kiln_device_interface_t *cuda = kiln_device_interface(kiln_gpu_api_cuda);

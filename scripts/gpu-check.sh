@@ -16,7 +16,10 @@
 #                                             # machine that cannot build kiln
 #   bash scripts/gpu-check.sh --run           # on the GPU machine: run the pack, build nothing
 #
-# KILN_GPU_BUILD_DIR overrides the build folder (default build-gpu).
+# KILN_GPU_BUILD_DIR overrides the build folder (default build-gpu); KILN_GPU_FUZZ_JOBS (8) and
+# KILN_GPU_FUZZ_SECONDS (90) size the fuzzer run (0 jobs: none), KILN_GPU_TUNE_SPACES ("template
+# auto") names the tuning jobs, and KILN_GPU_BENCH_ARGS adds arguments to the benchmark (e.g.
+# --knobs matmul:tile_j=128,tile_i=128: a column per template point).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -159,7 +162,7 @@ run_checks() {
     mkdir -p "$logs"
     export KILN_CACHE_DIR
     KILN_CACHE_DIR="$(mktemp -d)"
-    local t0=$SECONDS
+    local t0=$SECONDS f
     {
         echo "# kiln GPU check"
         echo
@@ -173,7 +176,7 @@ run_checks() {
     # The schedule fuzzer on the CUDA device, in the background while the tests run: random GPU
     # schedules of the fuzzer's corpus compared bit for bit with the reference evaluator, from
     # seeds CI never runs, one process per seed range.
-    local fuzz_jobs="${KILN_GPU_FUZZ_JOBS:-8}" fuzz_seconds="${KILN_GPU_FUZZ_SECONDS:-90}" f
+    local fuzz_jobs="${KILN_GPU_FUZZ_JOBS:-8}" fuzz_seconds="${KILN_GPU_FUZZ_SECONDS:-90}"
     local fuzz_dir
     fuzz_dir="$(mktemp -d)"
     for ((f = 1; f <= fuzz_jobs; f++)); do
@@ -241,7 +244,7 @@ run_checks() {
     local db
     db="$(mktemp -d)/gpu.db"
     local space
-    for space in template auto; do
+    for space in ${KILN_GPU_TUNE_SPACES:-template auto}; do
         {
             echo
             echo "## Tuning (kiln tune matmul --target host-cuda --space $space, 24 trials)"
@@ -270,7 +273,12 @@ run_checks() {
         echo "## Benchmark (kiln_bench_gpu_cuda)"
         echo
     } | tee -a "$report"
-    if ! timeout 200 "$bin/kiln_bench_gpu_cuda" "${trace_args[@]}" 2>&1 | tee -a "$report"; then status=1; fi
+    local bench_args=()
+    read -r -a bench_args <<<"${KILN_GPU_BENCH_ARGS:-}"
+    if ! timeout 200 "$bin/kiln_bench_gpu_cuda" "${trace_args[@]}" "${bench_args[@]}" 2>&1 |
+        tee -a "$report"; then
+        status=1
+    fi
     echo "gpu-check: report in $report ($((SECONDS - t0)) s)"
     return $status
 }
