@@ -105,8 +105,10 @@ TEST_P(GPUPipeline, BlurWithASharedMemoryStageEqualsTheReference) {
     EXPECT_EQ(k.threads[0], 16);
     EXPECT_EQ(k.threads[1], 10); // blur_x's tile is two rows taller than blur_y's
     EXPECT_EQ(k.shared_bytes, 16 * 10 * 4);
-    EXPECT_THAT(c.device_source(), HasSubstr("__local float"));
-    EXPECT_THAT(c.device_source(), HasSubstr("barrier(CLK_LOCAL_MEM_FENCE)"));
+    const bool opencl = GetParam() == GpuApi::OpenCL;
+    EXPECT_THAT(c.device_source(), HasSubstr(opencl ? "__local float" : "__shared__ float"));
+    EXPECT_THAT(c.device_source(),
+                HasSubstr(opencl ? "barrier(CLK_LOCAL_MEM_FENCE)" : "__syncthreads()"));
     expect_valid_cuda(p);
 }
 
