@@ -54,22 +54,25 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape) {
 // weights (73 KB at 64 input channels) stay in L2 across all its rows.
 //
 // The GPU kernel (target.gpu != None), as knobs whose defaults are the hand schedule: a tiled
-// direct convolution. A block computes a tile_x x tile_y (16 x 8) tile of pixels for tile_co (8)
-// output channels (blocks over pixel tiles and channel blocks); each thread owns one pixel of
-// the tile and accumulates its channels in a private array (conv, computed per thread), reading
-// the zero-padded input and the weights (both inlined) from global memory; the reduction's loops
-// stay in the algorithm's order (its RVars may not be reordered). unroll_co unrolls the channel
-// loop, so the sums can live in registers. Tiles shrink to fit small shapes; threads per block
-// stay within the device's limit.
+// direct convolution. A block computes a tile_x x tile_y (32 x 4) tile of pixels for tile_co
+// (16) output channels (blocks over pixel tiles and channel blocks); each thread owns one pixel
+// of the tile and accumulates its channels in a private array (conv, computed per thread),
+// reading the zero-padded input and the weights (both inlined) from global memory; the
+// reduction's loops stay in the algorithm's order (its RVars may not be reordered). unroll_co
+// (the default) unrolls the channel loop, so the sums live in registers. On the H200 at the
+// default shape this measured 0.224 ms against 0.452 ms for 16 x 8 pixels by 8 channels without
+// unrolling (still 0.15x cuDNN: the input is read from global memory once per tap and channel
+// block, and nothing is staged in shared memory). Tiles shrink to fit small shapes; threads per
+// block stay within the device's limit.
 void schedule_conv2d_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
     const int64_t CO = inst.shape[1], H = inst.shape[2], W = inst.shape[3];
-    const int64_t hand_x = halved_to_fit(16, W);
-    const int64_t hand_y = halved_to_fit(8, H);
-    const int64_t hand_co = halved_to_fit(8, CO);
+    const int64_t hand_x = halved_to_fit(32, W);
+    const int64_t hand_y = halved_to_fit(4, H);
+    const int64_t hand_co = halved_to_fit(16, CO);
     const int tile_x = int(ctx.knob("tile_x", hand_first(hand_x, powers_of_two(1, 64))));
     const int tile_y = int(ctx.knob("tile_y", hand_first(hand_y, powers_of_two(1, 32))));
     const int tile_co = int(ctx.knob("tile_co", hand_first(hand_co, powers_of_two(1, 32))));
-    const bool unroll_co = ctx.knob("unroll_co", {0, 1}) != 0;
+    const bool unroll_co = ctx.knob("unroll_co", {1, 0}) != 0;
     const int64_t threads = ctx.gpu_max_threads_per_block();
     ctx.constraint("tile_x <= W, tile_y <= H and tile_co <= C_out",
                    tile_x <= W && tile_y <= H && tile_co <= CO);

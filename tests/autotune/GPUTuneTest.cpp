@@ -389,12 +389,13 @@ TEST(GPUTune, GPUTemplatePointsLowerToKernels) {
           {"out_i", 4},
           {"k_step", 16},
           {"b_shared", 1},
+          {"a_shared", 0},
           {"vec", 1},
           {"prod_registers", 1}}},
         {"conv2d",
          {4, 16, 8, 16},
-         {{"tile_x", 16}, {"tile_y", 8}, {"tile_co", 8}, {"unroll_co", 0}}},
-        {"blur", {66, 42}, {{"tile_x", 32}, {"tile_y", 8}, {"blur_x_at", "shared"}}},
+         {{"tile_x", 16}, {"tile_y", 4}, {"tile_co", 16}, {"unroll_co", 1}}},
+        {"blur", {66, 42}, {{"tile_x", 32}, {"tile_y", 6}, {"blur_x_at", "shared"}}},
         {"softmax", {4, 300}, {{"threads", 128}}},
         {"layernorm", {4, 300}, {{"threads", 128}}},
     };
@@ -494,6 +495,7 @@ TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
                                      {"out_i", 2},
                                      {"k_step", 8},
                                      {"b_shared", 1},
+                                     {"a_shared", 1},
                                      {"vec", 4},
                                      {"prod_registers", 1}});
     ASSERT_TRUE(space.valid(config));
@@ -504,6 +506,7 @@ TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
                          {"out_i", 2},
                          {"k_step", 8},
                          {"b_shared", 1},
+                         {"a_shared", 1},
                          {"vec", 4},
                          {"prod_registers", 1}});
         ADD_FAILURE() << "no error for out_j = 2 with vec = 4";
@@ -729,6 +732,7 @@ TEST(GPUTune, TheCostModelsFeaturesSeeInsideTheKernels) {
                                      {"out_i", 2},
                                      {"k_step", 8},
                                      {"b_shared", 1},
+                                     {"a_shared", 1},
                                      {"vec", 1},
                                      {"prod_registers", 0}});
     ASSERT_TRUE(space.valid(config));
