@@ -80,7 +80,7 @@ INSTANTIATE_TEST_SUITE_P(Apps, GPUHandSchedules,
                          case_name);
 
 // matmul's schedule lowers to one kernel with its shared tile of B (every GPU rule of
-// schedule/OffloadGPULoops holds) and each thread's 4 x 4 sums in registers, and runs (below).
+// schedule/OffloadGPULoops holds) and each thread's 8 x 8 sums in registers, and runs (below).
 // Its buffers are named A, B and C, which the device printer must rename (all-capitals names are
 // reserved there).
 TEST(GPUHandSchedules, MatmulLowersToOneKernelWithSharedTiles) {
@@ -90,14 +90,15 @@ TEST(GPUHandSchedules, MatmulLowersToOneKernelWithSharedTiles) {
         op.hand_schedule(inst, opencl_target());
         LoweredFunc f = inst.pipeline().lower();
         ASSERT_EQ(f.kernels.size(), 1u) << shape_to_string(shape);
-        // 4 x 4 outputs per thread of a 64 x 64 tile (halved to 32 x 32 at 37 x 53).
+        // 8 x 8 outputs per thread of a 128 x 128 tile (halved to 64 x 64 at 64 x 64 and to
+        // 32 x 32 at 37 x 53).
         int tile = shape[0] == 64 ? 64 : 32;
-        EXPECT_EQ(f.kernels[0].threads[0], tile / 4);
+        EXPECT_EQ(f.kernels[0].threads[0], tile / 8);
         EXPECT_EQ(f.kernels[0].threads[1], 16); // B_panel's K step of 16 rows
-        // B_panel's 16 x tile K step; prod is no shared memory but 16 floats per thread.
+        // B_panel's 16 x tile K step; prod is no shared memory but 64 floats per thread.
         EXPECT_EQ(f.kernels[0].shared_bytes, tile * 16 * 4);
         const std::string cu = print_device_source(f.kernels, GpuApi::CUDA);
-        EXPECT_NE(cu.find("    float prod[16];"), std::string::npos) << cu;
+        EXPECT_NE(cu.find("    float prod[64];"), std::string::npos) << cu;
     }
 }
 
@@ -105,7 +106,8 @@ TEST(GPUHandSchedules, MatmulRunsOnOpenCLAndMatchesTheReference) {
     KILN_REQUIRE_OPENCL();
     KILN_SKIP_UNDER_LSAN_POCL_EXIT_CRASH();
     const Operator &op = find_operator("matmul");
-    for (std::vector<int64_t> shape : {std::vector<int64_t>{64, 64, 64}, {37, 53, 29}}) {
+    for (std::vector<int64_t> shape :
+         {std::vector<int64_t>{64, 64, 64}, {37, 53, 29}, {1, 1, 1}, {130, 7, 17}}) {
         OperatorInstance inst = op.make(shape);
         op.hand_schedule(inst, opencl_target());
         BufferBase out = inst.realize(opencl_target());
@@ -119,8 +121,12 @@ TEST(GPUHandSchedules, MatmulRunsOnOpenCLAndMatchesTheReference) {
 TEST(GPUHandSchedules, MatmulRunsOnCUDAAndMatchesTheReference) {
     KILN_REQUIRE_CUDA();
     const Operator &op = find_operator("matmul");
-    for (std::vector<int64_t> shape :
-         {std::vector<int64_t>{64, 64, 64}, {37, 53, 29}, {257, 129, 300}, {512, 512, 512}})
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{64, 64, 64},
+                                       {37, 53, 29},
+                                       {257, 129, 300},
+                                       {512, 512, 512},
+                                       {1, 1, 1},
+                                       {130, 7, 17}})
         expect_cuda_matches_reference(op, shape);
 }
 
