@@ -106,7 +106,7 @@ TEST(GPUHandSchedules, MatmulRunsOnOpenCLAndMatchesTheReference) {
     KILN_REQUIRE_OPENCL();
     KILN_SKIP_UNDER_LSAN_POCL_EXIT_CRASH();
     const Operator &op = find_operator("matmul");
-    for (std::vector<int64_t> shape :
+    for (const std::vector<int64_t> &shape :
          {std::vector<int64_t>{64, 64, 64}, {37, 53, 29}, {1, 1, 1}, {130, 7, 17}}) {
         OperatorInstance inst = op.make(shape);
         op.hand_schedule(inst, opencl_target());
@@ -121,12 +121,12 @@ TEST(GPUHandSchedules, MatmulRunsOnOpenCLAndMatchesTheReference) {
 TEST(GPUHandSchedules, MatmulRunsOnCUDAAndMatchesTheReference) {
     KILN_REQUIRE_CUDA();
     const Operator &op = find_operator("matmul");
-    for (std::vector<int64_t> shape : {std::vector<int64_t>{64, 64, 64},
-                                       {37, 53, 29},
-                                       {257, 129, 300},
-                                       {512, 512, 512},
-                                       {1, 1, 1},
-                                       {130, 7, 17}})
+    for (const std::vector<int64_t> &shape : {std::vector<int64_t>{64, 64, 64},
+                                              {37, 53, 29},
+                                              {257, 129, 300},
+                                              {512, 512, 512},
+                                              {1, 1, 1},
+                                              {130, 7, 17}})
         expect_cuda_matches_reference(op, shape);
 }
 
