@@ -4,9 +4,10 @@
 # reason elsewhere), the GPU schedule fuzzer and its reproducers on the CUDA device
 # (KILN_FUZZ_GPU=cuda), the CUDA pipeline cases under compute-sanitizer's memcheck, an
 # ahead-of-time CUDA kernel linked into a plain C program, short tuning jobs with --target
-# host-cuda (template and generated space), and the CUDA benchmark against cuBLAS, cuDNN and the
-# copy bandwidth (bench/gpu_cuda.cpp). The report goes to stdout and to $KILN_GPU_REPORT
-# (default gpu-check.md), the full logs beside it.
+# host-cuda (template and generated space), the CUDA benchmark against cuBLAS, cuDNN and the
+# copy bandwidth (bench/gpu_cuda.cpp), and an Nsight Compute profile of kiln's matmul kernel
+# where ncu is installed. The report goes to stdout and to $KILN_GPU_REPORT (default
+# gpu-check.md), the full logs beside it.
 #
 #   bash scripts/gpu-check.sh                 # build (Release, build-gpu/) and run: a machine
 #                                             # that builds kiln and has a GPU
@@ -18,8 +19,9 @@
 #
 # KILN_GPU_BUILD_DIR overrides the build folder (default build-gpu); KILN_GPU_FUZZ_JOBS (8) and
 # KILN_GPU_FUZZ_SECONDS (90) size the fuzzer run (0 jobs: none), KILN_GPU_TUNE_SPACES ("template
-# auto") names the tuning jobs, and KILN_GPU_BENCH_ARGS adds arguments to the benchmark (e.g.
-# --knobs matmul:tile_j=128,tile_i=128: a column per template point).
+# auto") names the tuning jobs, KILN_GPU_BENCH_ARGS adds arguments to the benchmark (e.g.
+# --knobs matmul:tile_j=128,tile_i=128: a column per template point), and KILN_GPU_PROFILE=0
+# skips the Nsight Compute profile of the matmul kernel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -278,6 +280,26 @@ run_checks() {
     if ! timeout 200 "$bin/kiln_bench_gpu_cuda" "${trace_args[@]}" "${bench_args[@]}" 2>&1 |
         tee -a "$report"; then
         status=1
+    fi
+    # Hardware counters of kiln's hand matmul kernel at 1024^3 (Nsight Compute, clocks left
+    # alone), where ncu is installed and KILN_GPU_PROFILE is not 0: where the time goes (issue
+    # slots, shared and global memory, occupancy, stalls), in ncu.txt beside the report.
+    local ncu
+    ncu="$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)"
+    if [ -n "$ncu" ] && [ "${KILN_GPU_PROFILE:-1}" != 0 ]; then
+        {
+            echo
+            echo "## Nsight Compute: kiln's matmul kernel (ncu.txt)"
+            echo '```'
+        } | tee -a "$report"
+        timeout 180 "$ncu" --clock-control none --kernel-name regex:C_kernel --launch-count 1 \
+            --section SpeedOfLight --section ComputeWorkloadAnalysis \
+            --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
+            --section LaunchStats "$bin/kiln_bench_gpu_cuda" --only matmul --quick --rounds 1 \
+            >"$logs/ncu.txt" 2>&1 || echo "gpu-check: ncu failed (see ncu.txt)" | tee -a "$report"
+        grep -E 'Duration|Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Bank Conflicts|Stall' \
+            "$logs/ncu.txt" | head -n 30 | tee -a "$report" || true
+        echo '```' | tee -a "$report"
     fi
     echo "gpu-check: report in $report ($((SECONDS - t0)) s)"
     return $status
