@@ -4,8 +4,12 @@
 // out(x, y, co) is out[co][y][x] (extents W, H, C_out).
 //   out(x, y, co) = sum over ky, kx, ci of w(kx, ky, ci, co) * in_padded(x + kx - 1, y + ky - 1,
 //   ci)
-// with ci the innermost term of the sum (the RDom's r.x), as in Halide's conv_layer: the kernel's
-// inner loop then walks the input and the weights along channels.
+// The algorithm holds the zero-padded input in blocks of B channels (B = 16 where C_in allows,
+// as oneDNN's nChw16c), padded(c, x, y, cb) = in_padded(x, y, cb B + c), and sums over
+// c, kx, ky, cb with c innermost (the RDom's r.x): the kernel's inner loop then broadcasts
+// values of one pixel's block, 16 of them in one cache line, where a plane per channel would
+// take one line per value from a plane 13 KB further on (56 x 56), a stride no hardware
+// prefetcher follows. The weights are repacked the same way, output channel innermost.
 #include "apps/Builtin.h"
 #include "lang/BoundaryConditions.h"
 #include "lang/IROperator.h"
@@ -13,6 +17,15 @@
 namespace kiln::apps {
 
 namespace {
+
+// The channel block: the largest power of two that divides C_in, at most 16 (a cache line of
+// floats), so that blocks tile the channels exactly.
+int channel_block(int CI) {
+    int b = 1;
+    while (b < 16 && CI % (2 * b) == 0)
+        b *= 2;
+    return b;
+}
 
 OperatorInstance make_conv2d(const std::vector<int64_t> &shape) {
     int CI = shape_extent("conv2d", "C_in", shape[0]);
@@ -22,19 +35,16 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape) {
     OperatorInstance inst;
     inst.shape = shape;
     ImageParam in(Float(32), 3, "in"), w(Float(32), 4, "w");
-    Var x("x"), y("y"), c("c"), co("co"), kx("kx"), ky("ky"), ci("ci");
+    Var x("x"), y("y"), c("c"), co("co"), kx("kx"), ky("ky"), ci("ci"), cb("cb");
     Func padded("padded"), w_packed("w_packed"), conv("conv"), out("conv2d");
-    padded(x, y, c) = constant_exterior(in, 0.f)(x, y, c);
-    // The weights with the output channel innermost, so that a schedule can vectorize over it,
-    // and then the input channel, the sum's inner term (inlined, it is w itself).
-    w_packed(co, ci, kx, ky) = w(kx, ky, ci, co);
-    RDom r({{0, CI}, {0, 3}, {0, 3}}, "r");
-    // The taps of a row above or below the image read only zero padding: the update skips them
-    // (the lowering trims r.z's loop to the rows inside, 2 of 3 on the first and last row).
+    const int B = channel_block(CI), CB = CI / B;
+    padded(c, x, y, cb) = constant_exterior(in, 0.f)(x, y, cb * B + c);
+    w_packed(co, ci, kx, ky, cb) = w(kx, ky, cb * B + ci, co);
+    RDom r({{0, B}, {0, 3}, {0, 3}, {0, CB}}, "r");
     r.where(y + r.z - 1 >= 0 && y + r.z - 1 < H);
     conv(x, y, co) = 0.f;
-    conv(x, y, co) =
-        fma(w_packed(co, r.x, r.y, r.z), padded(x + r.y - 1, y + r.z - 1, r.x), conv(x, y, co));
+    conv(x, y, co) = fma(w_packed(co, r.x, r.y, r.z, r.w),
+                         padded(r.x, x + r.y - 1, y + r.z - 1, r.w), conv(x, y, co));
     out(x, y, co) = conv(x, y, co);
     inst.inputs = {in, w};
     inst.input_data = {random_buffer(Float(32), {W, H, CI}, "in", 41, -1, 1),
@@ -47,9 +57,13 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape) {
 
 // The padded input is computed once per run (0.9 MB at the default shape), the repacked weights
 // once per block of output channels (see schedule_conv2d). The kernel vectorizes over output
-// channels: a tile of 2 x 16 output channels by 7 or 8 pixels of a row (pixel_tile) is held in 14
-// or 16 zmm accumulators (conv, stored channel-innermost, computed per tile); for each (ky, kx, ci)
+// channels: a tile of 2 x 16 output channels by 14 pixels of a row (pixel_tile) is held in 28
+// zmm accumulators (conv, stored channel-innermost, computed per tile); for each (cb, ky, kx, c)
 // it loads two weight vectors and broadcasts one input value per pixel into 2 vfmadd231ps each.
+// On the Intel Xeon, 64 -> 64 channels 56 x 56, 1 thread, interleaved: the planar input with 2 x
+// 16 by 8 tiles 1.57-1.62 ms, blocked channels 1.42-1.46 ms, and 2 x 16 by 14 tiles 1.27-1.36
+// ms (oneDNN 1.16-1.20 ms on its own blocked layouts, reorders untimed). 4 x 16 by 7 tiles ran
+// 1.35-1.50 ms; unrolling c by 2 or 4 was slower.
 // Tasks are blocks of 32 output channels (rows of the one block when there is only one); a block's
 // weights (73 KB at 64 input channels) stay in L2 across all its rows.
 //
@@ -88,21 +102,22 @@ void schedule_conv2d_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
         .gpu_threads(xi, yi);
     conv.compute_at(out, xi);
     Stage up = conv.update(0).reorder(co, x, y, VarOrRVar("r.x", true), VarOrRVar("r.y", true),
-                                      VarOrRVar("r.z", true));
+                                      VarOrRVar("r.z", true), VarOrRVar("r.w", true));
     if (unroll_co) {
         conv.unroll(co);
         up.unroll(co);
     }
 }
 
-// The hand schedule's tile of pixels along a row: of 8 and the widths below it down to 4, the
-// one that computes the fewest pixels per row (ceil(W / t) t), the widest on ties. A 14-pixel
-// row is two tiles of 7, not two of 8 that compute 16 (256 -> 256 channels, 14 x 14, 1 thread:
-// 2.67 -> 2.36 ms, interleaved).
-int64_t pixel_tile(int64_t W) {
-    if (W <= 8) return W;
-    int64_t best = 8;
-    for (int64_t t = 7; t >= 4; t--) {
+// The hand schedule's tile of pixels along a row: of max_tile and the widths below it down to 4,
+// the one that computes the fewest pixels per row (ceil(W / t) t), the widest on ties. max_tile
+// is what the vector registers hold: two vectors of output channels per pixel as accumulators,
+// two of weights and one broadcast input value, 14 pixels with AVX-512's 32 registers, 6 with
+// AVX2's 16. A 56-pixel row is four tiles of 14, a 14-pixel row one.
+int64_t pixel_tile(int64_t W, int64_t max_tile) {
+    if (W <= max_tile) return W;
+    int64_t best = max_tile;
+    for (int64_t t = max_tile - 1; t >= 4; t--) {
         if ((W + t - 1) / t * t < (W + best - 1) / best * best) best = t;
     }
     return best;
@@ -117,7 +132,8 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     const int64_t CI = inst.shape[0], CO = inst.shape[1], W = inst.shape[3];
     const int vec = std::max(1, target.vector_bits / 32);
     const int64_t hand_co = halved_to_fit(int64_t(2) * vec, CO);
-    const int64_t hand_x = pixel_tile(W);
+    const int registers = target.vector_bits >= 512 ? 32 : 16;
+    const int64_t hand_x = pixel_tile(W, (registers - 3) / 2);
     const int lanes =
         int(ctx.knob("lanes", hand_first(std::min<int64_t>(vec, hand_co), {4, 8, 16})));
     const int tile_co = int(ctx.knob("tile_co", hand_first(hand_co, powers_of_two(4, 64))));
@@ -145,28 +161,32 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     Func out = inst.output, padded = inst.stages[0], w_packed = inst.stages[1],
          conv = inst.stages[2];
     Var x("x"), y("y"), c("c"), co("co"), xo("xo"), xi("xi"), coo("coo"), coi("coi"), cv("cv");
+    // The tile's copy to the output: a scatter of each vector of channels to their planes (a
+    // vector of pixels, gathered from the tile, measured the same).
     out.split(co, coo, coi, tile_co)
         .split(x, xo, xi, tile_x)
         .reorder(coi, xi, xo, y, coo)
         .vectorize(coi, lanes);
     if (parallel) out.parallel(over_blocks ? coo : y);
-    // Stored as the input is (planes of channels): a channel-innermost copy would let the
-    // kernel's broadcasts walk along the sum's inner term, but its gathers cost more than that
-    // gains (64 -> 64 channels, 56 x 56, 1 thread: 2.39 against 2.31 ms, interleaved).
-    padded.compute_root().vectorize(x, vec);
-    if (parallel) padded.parallel(c);
+    // The padded input in blocks of channels (make_conv2d): a transpose, each vector of a
+    // pixel's block's channels gathered from the input's planes, once per run (0.9 MB at the
+    // default shape).
+    Var cb("cb");
+    if (channel_block(int(CI)) >= 4) {
+        padded.compute_root().vectorize(c);
+    } else {
+        padded.compute_root().vectorize(x, vec);
+    }
+    if (parallel) padded.parallel(cb);
     // The weights are repacked per block of tile_co output channels (at coo), into a dense
-    // buffer of that block's channels (295 KB at 256 -> 256 channels, instead of a 128-byte
-    // stripe of every 1 KB row of a whole-tensor copy: the block's tiles stream it from L2). The
-    // repacking is a transpose (co moves innermost): blocks of lanes output channels by w_block
-    // input channels, so that the rows of w it gathers from stay in L1 until all their values
-    // are used. At 256 -> 256 channels, 14 x 14 pixels: 3.40 -> 2.95 ms on 1 thread.
-    const int64_t w_block = halved_to_fit(32, CI);
-    Var ci("ci"), cio("cio"), cii("cii"), kx("kx"), ky("ky"), wco("wco"), wci("wci");
+    // buffer of that block's channels (295 KB at 256 -> 256 channels: the block's tiles stream it
+    // from L2). The repacking is a transpose (co moves innermost), each vector of lanes output
+    // channels gathered from as many rows of w, which it walks in order: their lines stay in L1
+    // until all their values are used.
+    Var ci("ci"), kx("kx"), ky("ky"), wco("wco"), wci("wci");
     w_packed.compute_at(out, coo)
         .split(co, wco, wci, lanes)
-        .split(ci, cio, cii, w_block)
-        .reorder(wci, kx, ky, cii, cio, wco)
+        .reorder(wci, kx, ky, ci, cb, wco)
         .vectorize(wci);
     // With tasks of rows, the block's repacking sits between two parallel loops: its vectors of
     // output channels run in parallel too (256 -> 256 channels, 14 x 14, 2 threads: 1.79 -> 1.52
@@ -183,7 +203,7 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     Stage up = conv.update(0);
     up.split(co, co, cv, lanes, TailStrategy::RoundUp)
         .reorder(cv, co, x, y, VarOrRVar("r.x", true), VarOrRVar("r.y", true),
-                 VarOrRVar("r.z", true))
+                 VarOrRVar("r.z", true), VarOrRVar("r.w", true))
         .vectorize(cv)
         .unroll(co);
     if (unroll_x) up.unroll(x);

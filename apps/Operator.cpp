@@ -300,6 +300,27 @@ void schedule_from_generator(const GeneratorFunction &generator,
     ScheduleTrace::capture(scheduled.output_funcs()).apply({inst.output});
 }
 
+void check_knob_names(const Operator &op, const std::vector<int64_t> &shape, const Target &target,
+                      const std::map<std::string, std::string> &knob_values) {
+    if (knob_values.empty()) return;
+    if (!op.generator) user_error("operator '", op.name, "' has no template: it takes no knobs");
+    GeneratorContext ctx(target, op.generator_params);
+    ctx.set_tuning_shape(shape);
+    op.generator(ctx);
+    std::string known;
+    for (const GeneratorKnob &k : ctx.knobs())
+        known += (known.empty() ? "" : ", ") + k.name;
+    for (const auto &[name, value] : knob_values) {
+        bool declared = false;
+        for (const GeneratorKnob &k : ctx.knobs())
+            declared = declared || k.name == name;
+        if (!declared) {
+            user_error("operator '", op.name, "' has no knob '", name, "' for target ",
+                       target.to_string(), "; its knobs: ", known.empty() ? "none" : known);
+        }
+    }
+}
+
 void define_by_generator(Operator &op, const BuiltinSchedule &schedule) {
     internal_assert(op.make && !op.shape_names.empty(), "define_by_generator: ", op.name,
                     " needs make and its shape names");

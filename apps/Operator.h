@@ -88,6 +88,13 @@ void schedule_from_generator(const GeneratorFunction &generator,
                              OperatorInstance &inst, const Target &target,
                              const std::map<std::string, std::string> &knob_values = {});
 
+/// Refuses knob values for names the operator's generator does not declare for `target` at
+/// `shape` (built with its defaults), e.g. a misspelt `--knobs` in the benchmarks: a CompileError
+/// naming the operator, the knob and the knobs it has. A generator that declares a knob only for
+/// some values of another sees it refused unless those values are the defaults.
+void check_knob_names(const Operator &op, const std::vector<int64_t> &shape, const Target &target,
+                      const std::map<std::string, std::string> &knob_values);
+
 /// Registers an operator; a second one with the same name is an error.
 void register_operator(Operator op);
 /// Registers the operators that ship with kiln (idempotent). Called by the functions below.

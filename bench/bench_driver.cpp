@@ -1,10 +1,11 @@
 // bench_driver: runs kiln_bench and the reference executables (bench_openblas, bench_onednn,
-// bench_halide, bench_loops) interleaved, one process per measurement, and prints a Markdown table.
-// For each workload, shape and thread count it runs every implementation once per round, in turn,
-// for several rounds, and keeps each implementation's best median (the machine's speed drifts by
-// ~10% from minute to minute, so a round robin is fairer than running one implementation's
-// measurements back to back). scripts/bench.sh builds everything and calls this. Exit status 1
-// when some result was wrong or some run failed (a missing executable is not a failure).
+// bench_onednn_nchw, bench_halide, bench_loops) interleaved, one process per measurement, and
+// prints a Markdown table. For each workload, shape and thread count it runs every implementation
+// once per round, in turn, for several rounds, and keeps each implementation's best median (the
+// machine's speed drifts by ~10% from minute to minute, so a round robin is fairer than running one
+// implementation's measurements back to back). scripts/bench.sh builds everything and calls this.
+// Exit status 1 when some result was wrong or some run failed (a missing executable is not a
+// failure).
 //
 //   bench_driver --bin-dir DIR [--quick] [--only WORKLOAD [--shape S]] [--rounds N]
 //                [--threads 1,2] [--reps R] [--impls kiln,openblas,...] [--out FILE.md]
@@ -131,7 +132,8 @@ int main(int argc, char **argv) {
     bool quick = false;
     int rounds = -1, reps = -1;
     std::vector<int> threads = {1, 2};
-    std::vector<std::string> impl_names = {"kiln", "openblas", "onednn", "halide", "loops"};
+    std::vector<std::string> impl_names = {"kiln",        "openblas", "onednn",
+                                           "onednn_nchw", "halide",   "loops"};
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         auto need = [&]() -> std::string {

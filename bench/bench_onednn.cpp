@@ -7,6 +7,10 @@
 //           weights are reordered into them once, OUTSIDE the timed region, as a user who keeps
 //           tensors in oneDNN's layout between layers would do; the timed run is the convolution
 //           alone; the output is reordered back to NCHW for the check, also untimed.
+//           Built as bench_onednn_nchw (KILN_BENCH_ONEDNN_NCHW, impl "onednn_nchw", conv2d
+//           only): what a user with NCHW tensors pays per call, the reorder of the input into
+//           the blocked layout, the convolution and the reorder of the output back to NCHW, all
+//           timed (the weights still reordered once, untimed, as constant weights would be).
 //   softmax softmax_forward over axis 1 (rows of W contiguous floats), plain layout.
 //   layernorm layer_normalization_forward (forward_inference, use_scale | use_shift: gamma and
 //           beta as two f32 vectors) over rows of W contiguous floats, plain layout; the mean and
@@ -26,8 +30,15 @@ using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
 int main(int argc, char **argv) {
+#if KILN_BENCH_ONEDNN_NCHW
+    const std::string impl = "onednn_nchw";
+    const std::vector<std::string> supported = {"conv2d"};
+    const bool nchw = true;
+#else
     const std::string impl = "onednn";
     const std::vector<std::string> supported = {"matmul", "conv2d", "softmax", "layernorm"};
+    const bool nchw = false;
+#endif
     Options o = parse_args(impl, argc, argv);
     if (o.info) {
         const dnnl_version_t *v = dnnl::version();
@@ -73,9 +84,10 @@ int main(int argc, char **argv) {
         dnnl::memory user_src({{1, C, H, W}, dt::f32, tag::nchw}, eng, p.a.data());
         dnnl::memory user_w({{K, C, 3, 3}, dt::f32, tag::oihw}, eng, p.b.data());
         dnnl::memory user_dst({{1, K, H, W}, dt::f32, tag::nchw}, eng, p.out.data());
-        // Untimed: inputs into the primitive's layouts.
+        // Untimed (except the input's with nchw): inputs into the primitive's layouts.
         dnnl::memory src = user_src, wts = user_w, dst = user_dst;
-        if (pd.src_desc() != user_src.get_desc()) {
+        const bool src_reorder = pd.src_desc() != user_src.get_desc();
+        if (src_reorder) {
             src = dnnl::memory(pd.src_desc(), eng);
             dnnl::reorder(user_src, src).execute(strm, user_src, src);
         }
@@ -86,21 +98,28 @@ int main(int argc, char **argv) {
         bool dst_reorder = pd.dst_desc() != user_dst.get_desc();
         if (dst_reorder) dst = dnnl::memory(pd.dst_desc(), eng);
         strm.wait();
+        auto src_in = std::make_shared<dnnl::reorder>(src_reorder ? dnnl::reorder(user_src, src)
+                                                                  : dnnl::reorder());
+        auto dst_out = std::make_shared<dnnl::reorder>(dst_reorder ? dnnl::reorder(dst, user_dst)
+                                                                   : dnnl::reorder());
         k.run = [=, &strm]() mutable {
+            if (nchw && src_reorder) src_in->execute(strm, user_src, src);
             prim->execute(strm,
                           {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DST, dst}});
+            if (nchw && dst_reorder) dst_out->execute(strm, dst, user_dst);
             strm.wait();
         };
         k.finish = [=, &strm]() mutable {
-            if (dst_reorder) {
-                dnnl::reorder(dst, user_dst).execute(strm, dst, user_dst);
+            if (!nchw && dst_reorder) {
+                dst_out->execute(strm, dst, user_dst);
                 strm.wait();
             }
         };
         k.note = "impl " + std::string(pd.impl_info_str()) +
-                 (pd.src_desc() != user_src.get_desc()
-                      ? ", blocked layouts chosen by oneDNN, reorders untimed"
-                      : ", plain NCHW");
+                 (!src_reorder ? ", plain NCHW"
+                  : nchw       ? ", blocked layouts chosen by oneDNN, input and output reorders "
+                                 "from and to NCHW timed"
+                               : ", blocked layouts chosen by oneDNN, reorders untimed");
     } else if (o.workload == "layernorm") {
         const dnnl::memory::dim H = s[0], W = s[1];
         dnnl::memory::desc md({H, W}, dt::f32, tag::ab);

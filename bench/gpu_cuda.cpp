@@ -141,6 +141,7 @@ KilnCase make_kiln_case(const apps::Operator &op, const std::vector<int64_t> &sh
     Target cuda = Target::parse("host-cuda");
     apps::OperatorInstance inst = op.make(shape);
     if (!knobs.empty()) {
+        apps::check_knob_names(op, shape, cuda, knobs);
         apps::schedule_from_generator(op.generator, op.generator_params, inst, cuda, knobs);
     } else if (trace_json.empty()) {
         op.hand_schedule(inst, cuda);

@@ -3,6 +3,9 @@
 //   kiln_bench --list | --info
 //   kiln_bench --workload NAME [--shape AxBxC] [--threads T] [--reps R] [--min-time S]
 //              [--dump PREFIX]   (also writes the lowered loop nest, LLVM IR and assembly)
+//              [--knobs knob=value,...]  (the operator's template at those knob values, the
+//                                          others at their hand values, instead of the hand
+//                                          schedule: a point to compare with it)
 // prints one JSON line: {"impl":"kiln","workload":..,"shape":..,"threads":..,"median_ms":..,
 // "min_ms":..,"reps":..,"work":..,"unit":..,"rate":..,"checked":..,"max_rel_err":..}.
 // The output is filled with NaN (or a pattern) and checked against the operator's plain-loop
@@ -12,6 +15,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <sstream>
 
 #include "apps/Operator.h"
 #include "bench/bench_common.h"
@@ -57,6 +62,7 @@ int run(int argc, char **argv) {
     double min_time_s = 0.5;
     bool list = false, info = false;
     std::string dump; // --dump PREFIX: write PREFIX.lowered.txt, PREFIX.ll and PREFIX.s
+    std::map<std::string, std::string> knobs; // --knobs knob=value,...
     auto need = [&](int &i) -> std::string {
         if (i + 1 >= argc) benchref::fail(impl, std::string(argv[i]) + " needs a value");
         return argv[++i];
@@ -83,13 +89,23 @@ int run(int argc, char **argv) {
             min_time_s = std::atof(need(i).c_str());
         } else if (a == "--dump") {
             dump = need(i);
+        } else if (a == "--knobs") {
+            std::string v = need(i), item;
+            std::stringstream items(v);
+            while (std::getline(items, item, ',')) {
+                size_t eq = item.find('=');
+                if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+                    benchref::fail(impl, "--knobs: '" + item + "' is not knob=value");
+                knobs[item.substr(0, eq)] = item.substr(eq + 1);
+            }
         } else if (a == "--list") {
             list = true;
         } else if (a == "--info") {
             info = true;
         } else if (a == "--help" || a == "-h") {
             std::printf("usage: kiln_bench --workload NAME [--shape AxBxC] [--threads T] "
-                        "[--reps R] [--min-time S] [--dump PREFIX] | --list | --info\n");
+                        "[--reps R] [--min-time S] [--dump PREFIX] [--knobs k=v,...] | --list | "
+                        "--info\n");
             return 0;
         } else {
             benchref::fail(impl, "unknown argument '" + a + "'; try --help");
@@ -118,7 +134,12 @@ int run(int argc, char **argv) {
 
     apps::OperatorInstance inst = op.make(shape);
     Target target = Target::host();
-    op.hand_schedule(inst, target);
+    if (knobs.empty()) {
+        op.hand_schedule(inst, target);
+    } else {
+        apps::check_knob_names(op, shape, target, knobs);
+        apps::schedule_from_generator(op.generator, op.generator_params, inst, target, knobs);
+    }
     CompiledPipeline compiled = inst.pipeline().compile_jit(target);
     if (!dump.empty()) {
         auto write = [&](const std::string &suffix, const std::string &text) {

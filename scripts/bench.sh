@@ -55,7 +55,7 @@ if [ "$gpu_cuda" = 1 ]; then
     cmake --build build-bench -j"$jobs" --target kiln_bench_gpu_cuda
     exec build-bench/bench/kiln_bench_gpu_cuda "$@"
 fi
-cmake --build build-bench -j"$jobs" --target bench_openblas bench_onednn bench_halide bench_loops bench_driver
+cmake --build build-bench -j"$jobs" --target bench_openblas bench_onednn bench_onednn_nchw bench_halide bench_loops bench_driver
 
 # The kiln side: built when bench/kiln_bench.cpp exists; if it does not build, the table shows
 # kiln as missing rather than losing the reference columns.

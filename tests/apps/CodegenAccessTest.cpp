@@ -344,12 +344,14 @@ TEST(CodegenAccess, AnOutputsTileOfSumsStaysInRegistersInItsRfactorIntermediate)
     }
 }
 
-// conv2d's hand schedule on a 14-pixel-wide image: tiles of 7 pixels (two per row, none
-// computing a pixel past the row) by two vectors of 16 output channels. The input-channel loop,
-// the sum's innermost, keeps the tile's 14 sums in registers (14 vector phis, no store); its body
-// is 14 FMAs of 16 lanes from 2 dense weight loads and 7 broadcast input values (no gather). The
-// result matches the reference.
-TEST(CodegenAccess, Conv2dKernelHoldsATileOf7PixelsBy32ChannelsInRegisters) {
+// conv2d's hand schedule on a 14-pixel-wide image with AVX-512: one tile of 14 pixels per row by
+// two vectors of 16 output channels, 28 of the 32 vector registers. The loop over a block's input
+// channels, the sum's innermost, keeps the tile's 28 sums in registers (28 vector phis, no
+// store); its body is 28 FMAs of 16 lanes from 2 dense weight loads and 14 broadcast input
+// values (no gather), each from its pixel's block of 16 channels, one cache line, walked in
+// order (the address of a pixel's value moves by one float per iteration). The result matches
+// the reference.
+TEST(CodegenAccess, Conv2dKernelHoldsATileOf14PixelsBy32ChannelsInRegisters) {
     const apps::Operator &op = apps::find_operator("conv2d");
     apps::OperatorInstance inst = op.make({64, 64, 14, 14});
     op.hand_schedule(inst, avx512_target());
@@ -359,10 +361,10 @@ TEST(CodegenAccess, Conv2dKernelHoldsATileOf7PixelsBy32ChannelsInRegisters) {
     ASSERT_FALSE(body.empty()) << ir;
     EXPECT_EQ(body.find("store "), std::string::npos) << body;
     EXPECT_EQ(body.find("gather"), std::string::npos) << body;
-    EXPECT_EQ(occurrences(body, "= phi <16 x float>"), 14u) << body;
-    EXPECT_EQ(occurrences(body, "@llvm.fma.v16f32("), 14u) << body;
+    EXPECT_EQ(occurrences(body, "= phi <16 x float>"), 28u) << body;
+    EXPECT_EQ(occurrences(body, "@llvm.fma.v16f32("), 28u) << body;
     EXPECT_EQ(occurrences(body, "= load <16 x float>"), 2u) << body; // the weights of 32 channels
-    EXPECT_EQ(occurrences(body, "= load float"), 7u) << body; // an input value per pixel, broadcast
+    EXPECT_EQ(occurrences(body, "= load float"), 14u) << body;       // an input value per pixel
     EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
 }
 

@@ -55,6 +55,26 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"harris", {64, 40}}, Case{"harris", {37, 23}}),
     case_name);
 
+// check_knob_names (the benchmarks' --knobs): a knob the template declares passes, a misspelt
+// one is refused with the operator, the knob and the knobs there are.
+TEST(Operators, KnobNamesTheTemplateDoesNotDeclareAreRefused) {
+    const Operator &op = find_operator("conv2d");
+    const Target avx512 = Target::parse("x86-64-v4");
+    EXPECT_NO_THROW(check_knob_names(op, {16, 32, 8, 14}, avx512, {{"tile_x", "7"}}));
+    EXPECT_NO_THROW(check_knob_names(op, {16, 32, 8, 14}, avx512, {}));
+    try {
+        check_knob_names(op, {16, 32, 8, 14}, avx512, {{"tile_x", "7"}, {"tilex", "7"}});
+        FAIL() << "a misspelt knob was accepted";
+    } catch (const CompileError &e) {
+        const std::string m = e.what();
+        EXPECT_NE(
+            m.find("operator 'conv2d' has no knob 'tilex' for target " + avx512.to_string() + ";"),
+            std::string::npos)
+            << m;
+        EXPECT_NE(m.find("its knobs: lanes, tile_co, tile_x,"), std::string::npos) << m;
+    }
+}
+
 TEST(Operators, TestWrongDisagreesWithItsReference) {
     const Operator &op = find_operator("test_wrong");
     OperatorInstance inst = op.make({33, 9});
