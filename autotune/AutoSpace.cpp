@@ -342,7 +342,17 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
     const std::vector<int> extents = s.extents;
 
     if (d > 0) space.add_powers_of_two("tile_x", 1, std::min<int64_t>(256, floor_pow2(ext_x)));
-    if (d > 1) space.add_powers_of_two("tile_y", 1, std::min<int64_t>(64, floor_pow2(ext_y)));
+    // tile_y: powers of two, and 6 (with 32 vector registers, the rows of a register tile of 4
+    // vectors: 24 sums, the most that leaves registers for the loads; the matmul micro-kernel
+    // of oneDNN, OpenBLAS and kiln's own hand schedule on AVX-512).
+    if (d > 1) {
+        std::vector<int64_t> rows;
+        for (int64_t r = 1; r <= std::min<int64_t>(64, floor_pow2(ext_y)); r *= 2) {
+            if (r == 8 && ext_y >= 6 && s.lanes >= 16) rows.push_back(6);
+            rows.push_back(r);
+        }
+        space.add_integers("tile_y", rows);
+    }
     if (d > 0) space.add_integers("outer_x", {1, 2, 4, 8});
     std::vector<int64_t> widths{1};
     for (int w = std::max(2, s.lanes / 4); w <= s.lanes * 2; w *= 2)

@@ -53,14 +53,8 @@ void expect_cuda_matches_reference(const Operator &op, const std::vector<int64_t
         << op.name << " at " << shape_to_string(inst.shape);
 }
 
-#define KILN_REQUIRE_CUDA()                                                                        \
-    do {                                                                                           \
-        std::string why = gpu_unavailable(GpuApi::CUDA);                                           \
-        if (!why.empty()) GTEST_SKIP() << "no CUDA device to run kernels on: " << why;             \
-    } while (0)
-
 TEST_P(GPUHandSchedules, RunOnCUDAAndMatchTheReference) {
-    KILN_REQUIRE_CUDA();
+    KILN_REQUIRE_GPU(GpuApi::CUDA);
     expect_cuda_matches_reference(find_operator(GetParam().op), GetParam().shape);
 }
 
@@ -119,7 +113,7 @@ TEST(GPUHandSchedules, MatmulRunsOnOpenCLAndMatchesTheReference) {
 // On an NVIDIA GPU: the matmul hand schedule at tile multiples, odd shapes and a size where the
 // grid has many blocks.
 TEST(GPUHandSchedules, MatmulRunsOnCUDAAndMatchesTheReference) {
-    KILN_REQUIRE_CUDA();
+    KILN_REQUIRE_GPU(GpuApi::CUDA);
     const Operator &op = find_operator("matmul");
     for (const std::vector<int64_t> &shape : {std::vector<int64_t>{64, 64, 64},
                                               {37, 53, 29},

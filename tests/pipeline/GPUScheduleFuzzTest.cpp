@@ -90,15 +90,6 @@ Target fuzz_target() {
     return Target::host().with_gpu(fuzz_api());
 }
 
-/// Skips a test that runs kernels when this machine has no device of fuzz_api().
-#define KILN_REQUIRE_FUZZ_GPU()                                                                    \
-    do {                                                                                           \
-        std::string why = ::kiln::gpu_unavailable(fuzz_api());                                     \
-        if (!why.empty())                                                                          \
-            GTEST_SKIP() << "no " << gpu_api_name(fuzz_api())                                      \
-                         << " device to run kernels on: " << why;                                  \
-    } while (0)
-
 uint64_t first_seed() {
     const char *v = std::getenv("KILN_FUZZ_SEED");
     return v && *v ? std::strtoull(v, nullptr, 10) : 1;
@@ -1781,7 +1772,7 @@ std::string run_case(Case &c, bool check_cuda) {
 }
 
 TEST(GPUScheduleFuzz, RandomGPUSchedulesMatchTheReferenceEvaluator) {
-    KILN_REQUIRE_FUZZ_GPU();
+    KILN_REQUIRE_GPU(fuzz_api());
     install_crash_handler();
     int iterations = env_int("KILN_FUZZ_ITERATIONS", default_iterations);
     // Cases that run on the CUDA device need no separate CUDA check.
@@ -1910,7 +1901,7 @@ std::string gpu_differences(const Func &out, const std::vector<int> &extents) {
 // applied several times. Here p's thread loops make the block 8 x 2 threads, and the update of
 // f, whose only thread loop is x, runs in both rows of threads: f = (f * 3 + ...) * 3 + ...
 TEST(GPUScheduleFuzzBugs, AnUpdateWithFewerThreadDimensionsThanItsBlockRunsOnce) {
-    KILN_REQUIRE_FUZZ_GPU();
+    KILN_REQUIRE_GPU(fuzz_api());
     KILN_SKIP_UNDER_LSAN_POCL_EXIT_CRASH();
     Func p("fz_bug_dims_p"), f("fz_bug_dims_f");
     Var x("x"), y("y"), xo("xo"), xi("xi");
@@ -1931,7 +1922,7 @@ TEST(GPUScheduleFuzzBugs, AnUpdateWithFewerThreadDimensionsThanItsBlockRunsOnce)
 // next row's values. (The thread guard must be the loop's own extent, the constant bound being only
 // the block size.)
 TEST(GPUScheduleFuzzBugs, AThreadLoopOfVaryingExtentRunsOnlyItsOwnIterations) {
-    KILN_REQUIRE_FUZZ_GPU();
+    KILN_REQUIRE_GPU(fuzz_api());
     Buffer<int> in = input<int>("fz_bug_vary_in", {13, 8}, 5);
     Func p("fz_bug_vary_p"), out("fz_bug_vary_out");
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
@@ -1950,7 +1941,7 @@ TEST(GPUScheduleFuzzBugs, AThreadLoopOfVaryingExtentRunsOnlyItsOwnIterations) {
 // the bound() output (9 > 7 rows): min(yo * 9 + 8, 6) becomes 6 and p's shared size is (8 -
 // (gpu_block_id(1) * 9)).
 TEST(GPUScheduleFuzzBugs, AGuardedTileLargerThanABoundedOutputHasAConstantSize) {
-    KILN_REQUIRE_FUZZ_GPU();
+    KILN_REQUIRE_GPU(fuzz_api());
     Buffer<int> in = input<int>("fz_bug_big_in", {41, 7}, 6);
     Func p("fz_bug_big_p"), out("fz_bug_big_out");
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
@@ -1966,7 +1957,7 @@ TEST(GPUScheduleFuzzBugs, AGuardedTileLargerThanABoundedOutputHasAConstantSize) 
 // the partitioned tail of the outer loop (ro = 9), min(ri + ro * 2, 18) becomes 18 and the
 // thread-private size of as is (1 - ri).
 TEST(GPUScheduleFuzzBugs, AFuncAtTheInnerLoopOfAGuardedRVarSplitHasAConstantSize) {
-    KILN_REQUIRE_FUZZ_GPU();
+    KILN_REQUIRE_GPU(fuzz_api());
     Buffer<int> in = input<int>("fz_bug_rv_in", {19, 11}, 7);
     Func as("fz_bug_rv_as"), prod("fz_bug_rv_prod"), out("fz_bug_rv_out");
     Var j("j"), k("k"), jo("jo"), ji("ji");
@@ -1990,7 +1981,7 @@ TEST(GPUScheduleFuzzBugs, AFuncAtTheInnerLoopOfAGuardedRVarSplitHasAConstantSize
 // names a min() that occurs more than once before distributing + and - into min() arms, so the
 // base cancels.
 TEST(GPUScheduleFuzzBugs, AGuardedSplitOfAProducerKeepsConstantSizesInside) {
-    KILN_REQUIRE_FUZZ_GPU();
+    KILN_REQUIRE_GPU(fuzz_api());
     Buffer<int> in = input<int>("fz_bug_inner_in", {37, 29}, 9);
     Func q("fz_bug_inner_q"), p("fz_bug_inner_p"), out("fz_bug_inner_out");
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xt("xt"), xs("xs");
@@ -2013,7 +2004,7 @@ TEST(GPUScheduleFuzzBugs, AGuardedSplitOfAProducerKeepsConstantSizesInside) {
 // compiles and runs. Fixed: the repeated min() is named, and bounded by its definition's bounds
 // when the interval upper bound is taken.
 TEST(GPUScheduleFuzzBugs, ASplitProducerInAGuardedTileHasConstantSizes) {
-    KILN_REQUIRE_FUZZ_GPU();
+    KILN_REQUIRE_GPU(fuzz_api());
     for (TailStrategy tail :
          {TailStrategy::GuardWithIf, TailStrategy::ShiftInwards, TailStrategy::RoundUp}) {
         Buffer<int> in = input<int>("fz_bug_split_in", {41, 7}, 8);
@@ -2035,7 +2026,7 @@ TEST(GPUScheduleFuzzBugs, ASplitProducerInAGuardedTileHasConstantSizes) {
 // which the schedule has none of there. (With MemoryType::Auto it compiles and runs.) Fixed: in
 // code that thread 0 runs alone, a GPUShared allocation is lifted into shared memory.
 TEST(GPUScheduleFuzzBugs, SharedStorageInThreadZerosCodeIsAccepted) {
-    KILN_REQUIRE_FUZZ_GPU();
+    KILN_REQUIRE_GPU(fuzz_api());
     Buffer<int> in = input<int>("fz_bug_t0_in", {20}, 12);
     Func p("fz_bug_t0_p"), g("fz_bug_t0_g"), out("fz_bug_t0_out");
     Var x("x"), xo("xo"), xi("xi");
@@ -2133,7 +2124,7 @@ __kernel __attribute__((reqd_work_group_size(3, 1, 1))) void k(__global const in
 // The same bug through kiln: a block per column j, a thread per row, the K loop split with its
 // outer part at block level (a barrier per iteration), as staged and prod zeroed by thread 0.
 TEST(GPUScheduleFuzzBugs, DISABLED_PoCLRunsASplitReductionWithAStagedProducer) {
-    KILN_REQUIRE_FUZZ_GPU();
+    KILN_REQUIRE_GPU(fuzz_api());
     const int N = 2, M = 3, K = 4;
     Buffer<int> A = input<int>("fz_pocl_a", {K, M}, 10), B = input<int>("fz_pocl_b", {N, K}, 11);
     Func as("fz_pocl_as"), prod("fz_pocl_prod"), c("fz_pocl_c");
@@ -2166,7 +2157,7 @@ TEST(GPUScheduleFuzzBugs, DISABLED_PoCLRunsASplitReductionWithAStagedProducer) {
 // a barrier takes the place of the one before it. A regression test of both workarounds (under
 // the sanitizers it fails without the second).
 TEST(GPUScheduleFuzzBugs, PoCLRunsAStagedProducerInASplitReduction) {
-    KILN_REQUIRE_FUZZ_GPU();
+    KILN_REQUIRE_GPU(fuzz_api());
     const int N = 2, M = 1, K = 16;
     Buffer<float> A = input<float>("fz_pocl2_a", {K, M}, 13);
     Buffer<float> B = input<float>("fz_pocl2_b", {N, K}, 14);
@@ -2198,7 +2189,7 @@ TEST(GPUScheduleFuzzBugs, PoCLRunsAStagedProducerInASplitReduction) {
 // each tile's loop body ended with a barrier after the guarded store; it runs right with the
 // barrier opening the body.
 TEST(GPUScheduleFuzzBugs, PoCLRunsAGuardedTileAfterASharedReduction) {
-    KILN_REQUIRE_FUZZ_GPU();
+    KILN_REQUIRE_GPU(fuzz_api());
     const int W = 53, H = 11;
     Buffer<float> in = input<float>("fz_pocl3_in", {W, H}, 15);
     Func sum("fz_pocl3_sum"), out("fz_pocl3_out");

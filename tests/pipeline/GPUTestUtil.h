@@ -49,11 +49,22 @@ inline std::string gpu_unavailable(GpuApi api) {
     return "";
 }
 
-#define KILN_REQUIRE_OPENCL()                                                                      \
+/// What a skipped test prints for api: "CUDA" or "OpenCL".
+inline const char *gpu_display_name(GpuApi api) {
+    return api == GpuApi::CUDA ? "CUDA" : api == GpuApi::OpenCL ? "OpenCL" : "GPU";
+}
+
+/// Skips the test, with the reason, where no device of api can run kernels.
+#define KILN_REQUIRE_GPU(api)                                                                      \
     do {                                                                                           \
-        std::string why = ::kiln::opencl_unavailable();                                            \
-        if (!why.empty()) GTEST_SKIP() << "no OpenCL device to run kernels on: " << why;           \
+        const ::kiln::GpuApi required_api = (api);                                                 \
+        std::string why = ::kiln::gpu_unavailable(required_api);                                   \
+        if (!why.empty())                                                                          \
+            GTEST_SKIP() << "no " << ::kiln::gpu_display_name(required_api)                        \
+                         << " device to run kernels on: " << why;                                  \
     } while (0)
+
+#define KILN_REQUIRE_OPENCL() KILN_REQUIRE_GPU(::kiln::GpuApi::OpenCL)
 
 /// Skips a test under AddressSanitizer whose process, after the test passed, makes
 /// LeakSanitizer's stop-the-world tracer crash at exit ("Tracer caught signal 11") while PoCL's
