@@ -47,6 +47,9 @@ struct Shape {
         /// The constant extent of the outermost RVar of its first such reduction (0 when not
         /// constant): what a K block splits.
         int64_t outer_rextent = 0;
+        /// Per reduction, the constant extent of its innermost RVar (0 when not constant): what
+        /// unroll_r splits.
+        std::vector<int64_t> inner_rextents;
         /// When its first variable is its own (not one of the output's: a row reduction's
         /// lanes l in partial(l, y)), the constant extent its consumers read of it (0 when not
         /// constant): a register tile vectorizes that variable over exactly this many values.
@@ -228,6 +231,7 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
             if (prod.reductions.empty())
                 prod.outer_rextent = as_const_int(d.rdom->vars.back().extent).value_or(0);
             prod.reductions.emplace_back(u, rvars);
+            prod.inner_rextents.push_back(as_const_int(d.rdom->vars.front().extent).value_or(0));
         }
         s.producers.push_back(std::move(prod));
     }
@@ -445,6 +449,20 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             }
         }
     }
+    // Register tiles (placements ":registers") whose innermost reduction loop can be unrolled
+    // by unroll_r: the placement knob and that loop's extent (its K block's, for a K-blocked
+    // reduction of one RVar, a power of two).
+    struct Unrollable {
+        std::string knob;
+        int64_t extent;   ///< of the innermost RVar, 0 when not constant
+        bool single_rvar; ///< a K block then splits that RVar: the block is the innermost loop
+    };
+    std::vector<Unrollable> unrollable;
+    for (const Shape::Update &u : s.updates) {
+        if (u.in_place && u.sums && d > 1 && !u.rvars.empty())
+            unrollable.push_back(
+                {"update" + std::to_string(u.index) + "_r_at", u.rextent, u.rvars.size() == 1});
+    }
     for (const Shape::Producer &p : s.producers) {
         std::vector<std::string> where;
         if (!p.has_updates) where.push_back("inline");
@@ -503,6 +521,13 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                 where.push_back("outer_tile:registers:k" + std::to_string(b));
             where.push_back("tile:registers");
             std::string at = p.name + "_at";
+            int64_t inner = p.inner_rextents.empty() ? 0 : p.inner_rextents[0];
+            bool single = true;
+            for (size_t r = 0; r < p.reductions.size(); r++) {
+                if (p.inner_rextents[r] % 2 != 0) inner = 0; // each must split evenly
+                single = single && p.reductions[r].second.size() == 1;
+            }
+            unrollable.push_back({at, inner, single && p.reductions.size() == 1});
             // The register tile vectorizes the producer's variable named like the output's x,
             // whose region is a tile_x multiple of the vector; any other variable's region is not
             // (rounded up, it would read past its input).
@@ -727,6 +752,32 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                                  });
     }
 
+    // unroll_r: the innermost reduction loop of the register tiles unrolled twice (the hand
+    // matmul's k: one step of the row addresses serves two steps of the sums). Offered where a
+    // register tile can be placed; 2 needs one placed, each with an even innermost extent (its K
+    // block's, when the block splits the only RVar), so that no tail guard enters the tile.
+    if (!unrollable.empty()) {
+        space.add_integers("unroll_r", {1, 2});
+        space.add_constraint(
+            "unroll_r 2 needs a register tile whose innermost reduction extent is even",
+            [unrollable](const ConfigView &c) {
+                if (c.i("unroll_r") == 1) return true;
+                bool any = false;
+                for (const Unrollable &u : unrollable) {
+                    if (!c.has(u.knob)) continue;
+                    const std::string &v = c.s(u.knob);
+                    if (v.find(":registers") == std::string::npos) continue;
+                    any = true;
+                    const size_t k_at = v.find(":k");
+                    const int64_t e = k_at != std::string::npos && u.single_rvar
+                                          ? std::stoll(v.substr(k_at + 2))
+                                          : u.extent;
+                    if (e <= 0 || e % 2 != 0) return false;
+                }
+                return any;
+            });
+    }
+
     space.set_apply([s, roles](apps::OperatorInstance &inst, const ConfigView &c) {
         Func f = inst.output;
         const int d = int(s.dims.size());
@@ -828,6 +879,7 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                 const std::vector<std::pair<int, std::vector<std::string>>> &reductions,
                 bool per_outer_tile, int64_t k_block) {
                 const int lanes = int(c.i("vector"));
+                const int64_t unroll_r = c.has("unroll_r") ? c.i("unroll_r") : 1;
                 // The tile's sums are set to zero by whole vectors (the region is a multiple of
                 // vector wide, so ShiftInwards has no tail): a guarded tail would be masked stores,
                 // which keep LLVM from promoting the tile to registers.
@@ -865,9 +917,22 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                     } else {
                         order.emplace_back(last, true);
                     }
+                    // unroll_r: the innermost of the RVars just placed, split in two, its inner
+                    // half (2) innermost of them and unrolled.
+                    const size_t inner_at = order.size() - rvars.size();
+                    std::string unrolled;
+                    if (unroll_r > 1) {
+                        const std::string r = order[inner_at].name();
+                        unrolled = r + "_u";
+                        st.split(VarOrRVar(r, true), VarOrRVar(r, true), VarOrRVar(unrolled, true),
+                                 int(unroll_r));
+                        order.insert(order.begin() + std::ptrdiff_t(inner_at),
+                                     VarOrRVar(unrolled, true));
+                    }
                     if (per_outer_tile) order.push_back(V(vx));
                     if (k_block > 1) order.emplace_back(last + "_o", true);
                     st.reorder(order);
+                    if (!unrolled.empty()) st.unroll(VarOrRVar(unrolled, true));
                     if (lanes > 1) st.vectorize(V(vx + "_v"));
                     st.unroll(V(cols));
                     for (const std::string &a : rows)

@@ -27,6 +27,40 @@ using namespace kiln::autotune;
 
 namespace {
 
+/// A valid config of the space drawn with this seed, as JSON, for a test to set the knobs it is
+/// about (the rest stay whatever the draw gave).
+nlohmann::json valid_config(const SearchSpace &s, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    Config any;
+    do {
+        any = s.random(rng);
+    } while (!s.valid(any));
+    return s.to_json(any);
+}
+
+/// The loops whose name contains `part`: their extents, and how many loops run inside them.
+class LoopsNamed : public IRVisitor {
+public:
+    explicit LoopsNamed(std::string part) : part(std::move(part)) {}
+    std::vector<Expr> extents;
+    int inside = 0;
+
+protected:
+    using IRVisitor::visit;
+    void visit(const For *op) override {
+        const bool named = op->name.find(part) != std::string::npos;
+        if (depth > 0) inside++;
+        if (named) extents.push_back(op->extent);
+        depth += named;
+        IRVisitor::visit(op);
+        depth -= named;
+    }
+
+private:
+    std::string part;
+    int depth = 0;
+};
+
 SearchSpace small_space() {
     SearchSpace s("small");
     s.add_divisors("split", 12);          // 1 2 3 4 6 12
@@ -429,29 +463,59 @@ TEST(AutoSpace, ARegisterTileLeavesNoLoopInsideTheReduction) {
         apps::OperatorInstance inst = op.make(shape);
         s.apply(inst, c);
         LoweredFunc f = inst.pipeline().lower();
-        class InsideK : public IRVisitor {
-        public:
-            int k_loops = 0, loops_inside_k = 0, depth_in_k = 0;
-
-        protected:
-            using IRVisitor::visit;
-            void visit(const For *op) override {
-                bool k = op->name.find("prod.s1.k") != std::string::npos;
-                if (depth_in_k > 0) loops_inside_k++;
-                k_loops += k;
-                depth_in_k += k;
-                IRVisitor::visit(op);
-                depth_in_k -= k;
-            }
-        } v;
+        LoopsNamed v("prod.s1.k");
         v.include(f.body);
-        EXPECT_GE(v.k_loops, 1) << s.to_json(c).dump();
-        EXPECT_EQ(v.loops_inside_k, 0) << s.to_json(c).dump();
+        EXPECT_GE(v.extents.size(), 1u) << s.to_json(c).dump();
+        EXPECT_EQ(v.inside, 0) << s.to_json(c).dump();
         EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance)
             << s.to_json(c).dump();
         checked++;
     }
     EXPECT_EQ(checked, 3);
+}
+
+// unroll_r 2 splits the register tile's innermost reduction loop in two and unrolls the inner
+// half: matmul's k loop around the tile then runs K / 2 times, with nothing inside it, and the
+// result is the reference's. An odd K refuses it (the split would need a tail guard in the tile).
+TEST(AutoSpace, UnrollRUnrollsTheRegisterTilesInnermostReductionTwice) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("matmul");
+    auto config = [](const SearchSpace &s, int64_t unroll_r) {
+        nlohmann::json j = valid_config(s, 5);
+        j["tile_x"] = 16;
+        j["tile_y"] = 4;
+        j["vector"] = 8;
+        j["outer_x"] = 1;
+        j["prod_at"] = "tile:registers";
+        j["unroll_r"] = unroll_r;
+        return j;
+    };
+    const std::vector<int64_t> shape{32, 48, 40};
+    SearchSpace s = auto_space(op, shape, Target::host());
+    Config c = s.from_json(config(s, 2));
+    apps::OperatorInstance inst = op.make(shape);
+    s.apply(inst, c);
+    LoweredFunc f = inst.pipeline().lower();
+    LoopsNamed v("prod.s1.k");
+    v.include(f.body);
+    ASSERT_EQ(v.extents.size(), 1u) << s.to_json(c).dump();
+    EXPECT_TRUE(is_const(v.extents[0], 20)) << v.extents[0]; // K = 40, two steps an iteration
+    EXPECT_EQ(v.inside, 0);
+    EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
+
+    SearchSpace odd = auto_space(op, {32, 48, 39}, Target::host());
+    nlohmann::json j = config(odd, 2);
+    try {
+        odd.from_json(j);
+        FAIL() << "unroll_r 2 accepted with K = 39";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find(
+                      "unroll_r 2 needs a register tile whose innermost reduction extent is even"),
+                  std::string::npos)
+            << e.what();
+    }
+    j["unroll_r"] = 1;
+    EXPECT_NO_THROW(odd.from_json(j));
 }
 
 // The SSRSRS nest: prod computed per outer tile of C (outer_order x_outer: C's column panels
@@ -465,12 +529,7 @@ TEST(AutoSpace, AKBlockedRegisterTileIsSpaceReductionSpaceReductionSpace) {
     for (const std::vector<int64_t> &shape :
          {std::vector<int64_t>{40, 128, 96}, std::vector<int64_t>{24, 128, 80}}) {
         SearchSpace s = auto_space(op, shape, Target::host());
-        std::mt19937_64 rng(2);
-        Config any;
-        do {
-            any = s.random(rng);
-        } while (!s.valid(any));
-        nlohmann::json j = s.to_json(any);
+        nlohmann::json j = valid_config(s, 2);
         j["tile_x"] = 16;
         j["outer_x"] = 4;
         j["tile_y"] = 4;
@@ -533,13 +592,9 @@ TEST(AutoSpace, TheLastDimensionCanBeTheVectorizedOne) {
     const apps::Operator &op = apps::find_operator("conv2d");
     const std::vector<int64_t> shape{8, 32, 12, 12};
     SearchSpace s = auto_space(op, shape, Target::host());
-    std::mt19937_64 rng(4);
-    Config any;
-    do {
-        any = s.random(rng);
-    } while (!s.valid(any));
+    const nlohmann::json drawn = valid_config(s, 4);
     for (const std::string at : {"tile:registers", "outer_tile:registers"}) {
-        nlohmann::json j = s.to_json(any);
+        nlohmann::json j = drawn;
         j["inner_dim"] = "co";
         j["tile_x"] = 16;
         j["outer_x"] = 2;
@@ -619,12 +674,7 @@ TEST(AutoSpace, RegisterTilesNeedTheOutputsXAndStayInsideTheInput) {
     }
     const apps::Operator &op = apps::find_operator("layernorm");
     SearchSpace s = auto_space(op, {24, 40}, Target::host());
-    std::mt19937_64 rng(9);
-    Config any;
-    do {
-        any = s.random(rng);
-    } while (!s.valid(any));
-    nlohmann::json j = s.to_json(any);
+    nlohmann::json j = valid_config(s, 9);
     j["row_sum_at"] = "tile:registers";
     std::string message = message_of([&] { s.from_json(j); });
     EXPECT_NE(message.find("knob 'row_sum_at' of space 'auto:layernorm' must be one of"),
@@ -811,17 +861,6 @@ namespace {
 using autotune_test::plain_matmul;
 
 /// The extents of the first allocation of `name` and the loops around it.
-/// A valid config of the space drawn with this seed, as JSON, for a test to set the knobs it is
-/// about (the rest stay whatever the draw gave).
-nlohmann::json valid_config(const SearchSpace &s, uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    Config any;
-    do {
-        any = s.random(rng);
-    } while (!s.valid(any));
-    return s.to_json(any);
-}
-
 struct FoundAllocation {
     std::vector<int64_t> extents;
     std::vector<std::string> around;
