@@ -300,6 +300,19 @@ void schedule_from_generator(const GeneratorFunction &generator,
     ScheduleTrace::capture(scheduled.output_funcs()).apply({inst.output});
 }
 
+std::map<std::string, std::string> parse_knob_values(const std::string &text) {
+    std::map<std::string, std::string> values;
+    std::stringstream items(text);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+            user_error("knob values: '", item, "' is not knob=value (e.g. tile_x=16,unroll=1)");
+        values[item.substr(0, eq)] = item.substr(eq + 1);
+    }
+    return values;
+}
+
 void check_knob_names(const Operator &op, const std::vector<int64_t> &shape, const Target &target,
                       const std::map<std::string, std::string> &knob_values) {
     if (knob_values.empty()) return;
@@ -311,9 +324,8 @@ void check_knob_names(const Operator &op, const std::vector<int64_t> &shape, con
     for (const GeneratorKnob &k : ctx.knobs())
         known += (known.empty() ? "" : ", ") + k.name;
     for (const auto &[name, value] : knob_values) {
-        bool declared = false;
-        for (const GeneratorKnob &k : ctx.knobs())
-            declared = declared || k.name == name;
+        const bool declared = std::any_of(ctx.knobs().begin(), ctx.knobs().end(),
+                                          [&](const GeneratorKnob &k) { return k.name == name; });
         if (!declared) {
             user_error("operator '", op.name, "' has no knob '", name, "' for target ",
                        target.to_string(), "; its knobs: ", known.empty() ? "none" : known);

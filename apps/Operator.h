@@ -88,6 +88,10 @@ void schedule_from_generator(const GeneratorFunction &generator,
                              OperatorInstance &inst, const Target &target,
                              const std::map<std::string, std::string> &knob_values = {});
 
+/// Knob values written "knob=value,knob=value" (the benchmarks' --knobs): a CompileError
+/// naming an item that is not knob=value with both sides non-empty.
+std::map<std::string, std::string> parse_knob_values(const std::string &text);
+
 /// Refuses knob values for names the operator's generator does not declare for `target` at
 /// `shape` (built with its defaults), e.g. a misspelt `--knobs` in the benchmarks: a CompileError
 /// naming the operator, the knob and the knobs it has. A generator that declares a knob only for

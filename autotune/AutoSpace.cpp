@@ -310,6 +310,15 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
     return s;
 }
 
+/// A placement value, "where[:registers][:kB]": where, whether it is a register tile, and its K
+/// block (1 without one).
+std::tuple<std::string, bool, int64_t> parse_placement(const std::string &placement) {
+    const size_t k_at = placement.find(":k");
+    return std::make_tuple(
+        placement.substr(0, placement.find(':')), placement.find(":registers") != std::string::npos,
+        k_at == std::string::npos ? int64_t(1) : std::stoll(placement.substr(k_at + 2)));
+}
+
 } // namespace
 
 SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &shape,
@@ -454,14 +463,15 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
     // reduction of one RVar, a power of two).
     struct Unrollable {
         std::string knob;
-        int64_t extent;   ///< of the innermost RVar, 0 when not constant
+        bool even;        ///< the innermost RVar's extent is a constant multiple of 2
         bool single_rvar; ///< a K block then splits that RVar: the block is the innermost loop
     };
+    auto even = [](int64_t extent) { return extent > 0 && extent % 2 == 0; };
     std::vector<Unrollable> unrollable;
     for (const Shape::Update &u : s.updates) {
         if (u.in_place && u.sums && d > 1 && !u.rvars.empty())
-            unrollable.push_back(
-                {"update" + std::to_string(u.index) + "_r_at", u.rextent, u.rvars.size() == 1});
+            unrollable.push_back({"update" + std::to_string(u.index) + "_r_at", even(u.rextent),
+                                  u.rvars.size() == 1});
     }
     for (const Shape::Producer &p : s.producers) {
         std::vector<std::string> where;
@@ -521,13 +531,9 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                 where.push_back("outer_tile:registers:k" + std::to_string(b));
             where.push_back("tile:registers");
             std::string at = p.name + "_at";
-            int64_t inner = p.inner_rextents.empty() ? 0 : p.inner_rextents[0];
-            bool single = true;
-            for (size_t r = 0; r < p.reductions.size(); r++) {
-                if (p.inner_rextents[r] % 2 != 0) inner = 0; // each must split evenly
-                single = single && p.reductions[r].second.size() == 1;
-            }
-            unrollable.push_back({at, inner, single && p.reductions.size() == 1});
+            unrollable.push_back(
+                {at, std::all_of(p.inner_rextents.begin(), p.inner_rextents.end(), even),
+                 p.reductions.size() == 1 && p.reductions[0].second.size() == 1});
             // The register tile vectorizes the producer's variable named like the output's x,
             // whose region is a tile_x multiple of the vector; any other variable's region is not
             // (rounded up, it would read past its input).
@@ -765,14 +771,11 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                 bool any = false;
                 for (const Unrollable &u : unrollable) {
                     if (!c.has(u.knob)) continue;
-                    const std::string &v = c.s(u.knob);
-                    if (v.find(":registers") == std::string::npos) continue;
+                    const auto [where, registers, k_block] = parse_placement(c.s(u.knob));
+                    if (!registers) continue;
                     any = true;
-                    const size_t k_at = v.find(":k");
-                    const int64_t e = k_at != std::string::npos && u.single_rvar
-                                          ? std::stoll(v.substr(k_at + 2))
-                                          : u.extent;
-                    if (e <= 0 || e % 2 != 0) return false;
+                    // K blocks are powers of two from 16.
+                    if (!(k_block > 1 && u.single_rvar) && !u.even) return false;
                 }
                 return any;
             });
@@ -863,13 +866,6 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         };
         // A placement value: the output's loop ("root", "strip", "outer_tile", "tile"; "inline"
         // and "innermost" too), whether it is a register tile, and its K block (1: none).
-        auto parse_placement = [](const std::string &placement) {
-            const size_t k_at = placement.find(":k");
-            return std::make_tuple(
-                placement.substr(0, placement.find(':')),
-                placement.find(":registers") != std::string::npos,
-                k_at == std::string::npos ? int64_t(1) : std::stoll(placement.substr(k_at + 2)));
-        };
         // A register tile of p (a producer, or the output's intermediate of sums) computed per
         // tile or per outer tile of the output: its pure loops inside its reduction loops, vx
         // vectorized and every pure loop unrolled, so the tile's sums stay in registers while

@@ -404,16 +404,11 @@ int main(int argc, char **argv) {
             size_t colon = v.find(':');
             if (colon == std::string::npos)
                 fail("--knobs takes OP:knob=value,..., got '" + v + "'");
-            std::map<std::string, std::string> knobs;
-            std::stringstream list(v.substr(colon + 1));
-            std::string item;
-            while (std::getline(list, item, ',')) {
-                size_t eq = item.find('=');
-                if (eq == std::string::npos || eq == 0)
-                    fail("--knobs: '" + item + "' is not knob=value");
-                knobs[item.substr(0, eq)] = item.substr(eq + 1);
+            try {
+                o.knobs.emplace(v.substr(0, colon), apps::parse_knob_values(v.substr(colon + 1)));
+            } catch (const CompileError &e) {
+                fail(std::string("--knobs: ") + e.what());
             }
-            o.knobs.emplace(v.substr(0, colon), knobs);
         } else {
             fail("unknown option '" + a +
                  "' (known: --rounds N, --only matmul|conv2d|softmax, --quick, --trace OP=FILE, "

@@ -16,7 +16,6 @@
 #include <cstring>
 #include <limits>
 #include <map>
-#include <sstream>
 
 #include "apps/Operator.h"
 #include "bench/bench_common.h"
@@ -90,14 +89,7 @@ int run(int argc, char **argv) {
         } else if (a == "--dump") {
             dump = need(i);
         } else if (a == "--knobs") {
-            std::string v = need(i), item;
-            std::stringstream items(v);
-            while (std::getline(items, item, ',')) {
-                size_t eq = item.find('=');
-                if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
-                    benchref::fail(impl, "--knobs: '" + item + "' is not knob=value");
-                knobs[item.substr(0, eq)] = item.substr(eq + 1);
-            }
+            knobs = apps::parse_knob_values(need(i));
         } else if (a == "--list") {
             list = true;
         } else if (a == "--info") {

@@ -75,6 +75,22 @@ TEST(Operators, KnobNamesTheTemplateDoesNotDeclareAreRefused) {
     }
 }
 
+// parse_knob_values (the benchmarks' --knobs text): pairs in, an item without a name or a value
+// refused with the item.
+TEST(Operators, KnobValuesParseAndAMalformedItemIsNamed) {
+    const std::map<std::string, std::string> want = {{"tile_x", "7"}, {"conv_at", "y"}};
+    EXPECT_EQ(parse_knob_values("tile_x=7,conv_at=y"), want);
+    for (const std::string bad : {"tile_x", "=7", "tile_x="}) {
+        try {
+            parse_knob_values("lanes=16," + bad);
+            ADD_FAILURE() << "'" << bad << "' was accepted";
+        } catch (const CompileError &e) {
+            EXPECT_EQ(std::string(e.what()),
+                      "knob values: '" + bad + "' is not knob=value (e.g. tile_x=16,unroll=1)");
+        }
+    }
+}
+
 TEST(Operators, TestWrongDisagreesWithItsReference) {
     const Operator &op = find_operator("test_wrong");
     OperatorInstance inst = op.make({33, 9});
