@@ -327,8 +327,9 @@ void check_knob_names(const Operator &op, const std::vector<int64_t> &shape, con
         const bool declared = std::any_of(ctx.knobs().begin(), ctx.knobs().end(),
                                           [&](const GeneratorKnob &k) { return k.name == name; });
         if (!declared) {
-            user_error("operator '", op.name, "' has no knob '", name, "' for target ",
-                       target.to_string(), "; its knobs: ", known.empty() ? "none" : known);
+            user_error("operator '", op.name, "' has no knob '", name, "' for a ",
+                       target.has_gpu() ? gpu_api_name(target.gpu) : "CPU",
+                       " target; its knobs: ", known.empty() ? "none" : known);
         }
     }
 }

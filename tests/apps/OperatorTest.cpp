@@ -67,9 +67,8 @@ TEST(Operators, KnobNamesTheTemplateDoesNotDeclareAreRefused) {
         FAIL() << "a misspelt knob was accepted";
     } catch (const CompileError &e) {
         const std::string m = e.what();
-        EXPECT_NE(
-            m.find("operator 'conv2d' has no knob 'tilex' for target " + avx512.to_string() + ";"),
-            std::string::npos)
+        EXPECT_NE(m.find("operator 'conv2d' has no knob 'tilex' for a CPU target;"),
+                  std::string::npos)
             << m;
         EXPECT_NE(m.find("its knobs: lanes, tile_co, tile_x,"), std::string::npos) << m;
     }
