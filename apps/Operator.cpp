@@ -323,7 +323,8 @@ void check_knob_names(const Operator &op, const std::vector<int64_t> &shape, con
     std::string known;
     for (const GeneratorKnob &k : ctx.knobs())
         known += (known.empty() ? "" : ", ") + k.name;
-    for (const auto &[name, value] : knob_values) {
+    for (const auto &knob_value : knob_values) {
+        const std::string &name = knob_value.first;
         const bool declared = std::any_of(ctx.knobs().begin(), ctx.knobs().end(),
                                           [&](const GeneratorKnob &k) { return k.name == name; });
         if (!declared) {
