@@ -355,15 +355,20 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
     const std::vector<int> extents = s.extents;
 
     if (d > 0) space.add_powers_of_two("tile_x", 1, std::min<int64_t>(256, floor_pow2(ext_x)));
-    // tile_y: powers of two, and 6 (with 32 vector registers, the rows of a register tile of 4
+    // tile_y: powers of two; 6 (with 32 vector registers, the rows of a register tile of 4
     // vectors: 24 sums, the most that leaves registers for the loads; the matmul micro-kernel
-    // of oneDNN, OpenBLAS and kiln's own hand schedule on AVX-512).
+    // of oneDNN, OpenBLAS and kiln's own hand schedule on AVX-512); and the other divisors of
+    // the extent from 3 to 16, which a register tile needs to cover the output exactly (56
+    // pixels: 7 and 14, the 14 of conv2d's hand tile of 2 vectors x 14 pixels).
     if (d > 1) {
         std::vector<int64_t> rows;
-        for (int64_t r = 1; r <= std::min<int64_t>(64, floor_pow2(ext_y)); r *= 2) {
-            if (r == 8 && ext_y >= 6 && s.lanes >= 16) rows.push_back(6);
+        for (int64_t r = 1; r <= std::min<int64_t>(64, floor_pow2(ext_y)); r *= 2)
             rows.push_back(r);
-        }
+        if (ext_y >= 6 && s.lanes >= 16) rows.push_back(6);
+        for (int64_t r = 3; r <= std::min<int64_t>(16, ext_y); r++)
+            if (ext_y % r == 0) rows.push_back(r);
+        std::sort(rows.begin(), rows.end());
+        rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
         space.add_integers("tile_y", rows);
     }
     if (d > 0) space.add_integers("outer_x", {1, 2, 4, 8});

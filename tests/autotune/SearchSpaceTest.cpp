@@ -3,6 +3,7 @@
 
 #include "tests/autotune/PlainMatmul.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -516,6 +517,40 @@ TEST(AutoSpace, UnrollRUnrollsTheRegisterTilesInnermostReductionTwice) {
     }
     j["unroll_r"] = 1;
     EXPECT_NO_THROW(odd.from_json(j));
+}
+
+// tile_y offers the divisors of the extent from 3 to 16 besides the powers of two: at 14 pixels a
+// row, conv2d's register tile can be the hand schedule's 2 vectors of output channels by 14
+// pixels (28 sums), which divides the row exactly as a register tile must; and it computes what
+// the reference computes.
+TEST(AutoSpace, TileYOffersTheExtentsDivisorsSoARowIsOneRegisterTile) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("conv2d");
+    const std::vector<int64_t> shape{8, 32, 14, 14};
+    SearchSpace s = auto_space(op, shape, Target::host());
+    const Knob &k = s.knobs()[size_t(s.knob_index("tile_y"))];
+    std::set<int64_t> values;
+    for (const nlohmann::json &v : k.values)
+        values.insert(v.get<int64_t>());
+    EXPECT_TRUE(values.count(7) && values.count(14)) << nlohmann::json(k.values).dump();
+    EXPECT_FALSE(values.count(5) || values.count(12)) << nlohmann::json(k.values).dump();
+    EXPECT_TRUE(std::is_sorted(k.values.begin(), k.values.end()));
+
+    const int64_t vector = std::clamp(Target::host().vector_bits / 32, 4, 16);
+    nlohmann::json j = valid_config(s, 4);
+    j["inner_dim"] = "co";
+    j["tile_x"] = 2 * vector;
+    j["outer_x"] = 1;
+    j["tile_y"] = 14;
+    j["vector"] = vector;
+    j["conv_at"] = "tile:registers";
+    j["padded_at"] = "root";
+    j["w_packed_at"] = "root";
+    Config c = s.from_json(j);
+    apps::OperatorInstance inst = op.make(shape);
+    s.apply(inst, c);
+    EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance)
+        << s.to_json(c).dump();
 }
 
 // The SSRSRS nest: prod computed per outer tile of C (outer_order x_outer: C's column panels
