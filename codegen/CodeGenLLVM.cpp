@@ -812,6 +812,10 @@ private:
             value = codegen(op->args[0]);
             return;
         }
+        if (op->call_type == Call::Intrinsic && op->name == intrinsic::prefetch) {
+            value = prefetch(op);
+            return;
+        }
         if (op->call_type == Call::Intrinsic && codegen_device_intrinsic(op)) return;
         internal_assert(op->call_type == Call::Math || op->name == intrinsic::abs ||
                             op->name == intrinsic::fma,
@@ -822,6 +826,26 @@ private:
             args.push_back(codegen(a));
         }
         value = codegen_math_call(builder, op->name, op->type, op->args[0].type(), args);
+    }
+
+    // prefetch(element) (schedule/InjectPrefetch.h): the element's address, never loaded, as a
+    // read prefetch into every cache level (locality 3, data cache).
+    llvm::Value *prefetch(const Call *op) {
+        const Load *load = op->args.size() == 1 ? op->args[0].as<Load>() : nullptr;
+        internal_assert(load && load->type.is_scalar() && !load->predicate.defined(),
+                        "codegen: prefetch takes one scalar, unpredicated element");
+        llvm::Value *p = element_pointer(memory_type(load->type), buffer_pointer(load->name),
+                                         codegen(load->index));
+        llvm::Function *fn =
+            llvm::Intrinsic::getDeclaration(&module, llvm::Intrinsic::prefetch, {p->getType()});
+        llvm::CallInst *call = builder.CreateCall(
+            fn, {p, builder.getInt32(0), builder.getInt32(3), builder.getInt32(1)});
+        // A prefetch changes no value in memory. Declared as reading its argument, it may alias
+        // every buffer, and LLVM would not keep a register tile's sums in registers across a
+        // loop holding one (measured: conv2d 2.5x slower); only inaccessible memory (the caches)
+        // it does touch.
+        call->setOnlyAccessesInaccessibleMemory();
+        return builder.getInt32(0);
     }
 
     // ---- Host side of GPU kernels (schedule/OffloadGPULoops.h) --------------------------------

@@ -22,6 +22,15 @@ enum class TailStrategy : uint8_t {
 const char *tail_strategy_name(TailStrategy t);
 bool parse_tail_strategy(const std::string &s, TailStrategy *out);
 
+/// What a prefetch does at the end of the loop it looks ahead in (Halide's names).
+enum class PrefetchBoundStrategy : uint8_t {
+    Clamp,       ///< the last iterations prefetch the last iteration's region again
+    GuardWithIf, ///< the last iterations prefetch nothing
+    NonFaulting, ///< no check: the region past the end is prefetched too (prefetches never fault)
+};
+const char *prefetch_strategy_name(PrefetchBoundStrategy s);
+bool parse_prefetch_strategy(const std::string &s, PrefetchBoundStrategy *out);
+
 /// A scheduling primitive: one row of lang/Directives.def. Each enumerator is the name of the
 /// Stage or Func method that records it.
 enum class Primitive : uint8_t {
@@ -32,8 +41,8 @@ enum class Primitive : uint8_t {
 /// What a primitive takes: its row of lang/Directives.def (the columns are explained there).
 struct PrimitiveSpec {
     enum class On : uint8_t { Stage, Update, Func };
-    enum class TargetFunc : uint8_t { None, Consumer, NewFunc };
-    enum class OptionKind : uint8_t { None, Tail, Memory };
+    enum class TargetFunc : uint8_t { None, Consumer, NewFunc, Prefetched };
+    enum class OptionKind : uint8_t { None, Tail, Memory, Prefetch };
     enum class VarKinds : uint8_t { Any, PureOnly, RVarThenVar, Funcs };
     static constexpr size_t Many = SIZE_MAX;
 
@@ -63,9 +72,10 @@ struct Directive {
     std::vector<std::string> vars; ///< variable names, in the primitive's order; in: consumers
     std::vector<bool> is_rvar;     ///< per var: whether it names an RVar
     std::vector<int64_t> ints;     ///< factors, bounds
-    std::string target;            ///< compute_at/store_at: the consumer; rfactor, in: new Func
-    std::string option;            ///< tail strategy, memory type
-    int64_t sequence = 0;          ///< global order of the calls, so a trace can be replayed
+    std::string target;   ///< compute_at/store_at: the consumer; rfactor, in: new Func; prefetch:
+                          ///< the Func or ImageParam prefetched
+    std::string option;   ///< tail strategy, memory type, prefetch bound strategy
+    int64_t sequence = 0; ///< global order of the calls, so a trace can be replayed
     /// A split of an RVar that a later rfactor of its outer part made part of the algorithm (the
     /// update's RDom has the outer and inner RVars themselves): lowering skips it; traces keep
     /// it, so a replay splits and rfactors, and folds it, again.

@@ -18,6 +18,7 @@
 namespace kiln {
 
 class Func;
+class ImageParam;
 
 /// A variable named in a schedule: a pure Var or an RVar.
 class VarOrRVar {
@@ -123,6 +124,20 @@ public:
     Stage &gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z);
     /// Runs the stage on the GPU in a single thread.
     Stage &gpu_single_thread();
+
+    /// Software prefetch (Halide's): at the top of each iteration of loop `at`, prefetch into
+    /// the cache the region of `f` (a Func or an ImageParam this stage reads) that the body of
+    /// `at` will read `offset` iterations of loop `from` later. `from` is `at` or a loop
+    /// outside it; `offset` is a constant integer. The region is what bounds inference gives for
+    /// one iteration, one prefetch per cache line of its innermost dimension. `strategy` says
+    /// what the last `offset` iterations do (PrefetchBoundStrategy). CPU loops only: `at` may
+    /// not be vectorized or a GPU loop, nor lie inside one.
+    Stage &prefetch(const Func &f, const VarOrRVar &at, const VarOrRVar &from,
+                    const Expr &offset = 1,
+                    PrefetchBoundStrategy strategy = PrefetchBoundStrategy::GuardWithIf);
+    Stage &prefetch(const ImageParam &image, const VarOrRVar &at, const VarOrRVar &from,
+                    const Expr &offset = 1,
+                    PrefetchBoundStrategy strategy = PrefetchBoundStrategy::GuardWithIf);
     /// Splits x by tx into xo and xi, then gpu_blocks(xo) and gpu_threads(xi).
     Stage &gpu_tile(const VarOrRVar &x, const VarOrRVar &xo, const VarOrRVar &xi, int tx,
                     TailStrategy tail = TailStrategy::Auto);
@@ -157,6 +172,8 @@ private:
                   const std::vector<int64_t> &ints = {}, const std::string &option = "",
                   const std::string &target = "");
     Stage &gpu_loops(Primitive primitive, const std::vector<VarOrRVar> &vars);
+    Stage &prefetch_named(const std::string &what, const VarOrRVar &at, const VarOrRVar &from,
+                          const Expr &offset, PrefetchBoundStrategy strategy);
     Stage &gpu_tile_dims(const std::vector<VarOrRVar> &vars, const std::vector<VarOrRVar> &outers,
                          const std::vector<VarOrRVar> &inners, const std::vector<int> &factors,
                          TailStrategy tail);
@@ -238,6 +255,13 @@ public:
     Func &gpu_threads(const VarOrRVar &x, const VarOrRVar &y);
     Func &gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z);
     Func &gpu_single_thread();
+    /// Stage::prefetch on the pure definition.
+    Func &prefetch(const Func &f, const VarOrRVar &at, const VarOrRVar &from,
+                   const Expr &offset = 1,
+                   PrefetchBoundStrategy strategy = PrefetchBoundStrategy::GuardWithIf);
+    Func &prefetch(const ImageParam &image, const VarOrRVar &at, const VarOrRVar &from,
+                   const Expr &offset = 1,
+                   PrefetchBoundStrategy strategy = PrefetchBoundStrategy::GuardWithIf);
     Func &gpu_tile(const VarOrRVar &x, const VarOrRVar &xo, const VarOrRVar &xi, int tx,
                    TailStrategy tail = TailStrategy::Auto);
     Func &gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,

@@ -3,6 +3,7 @@
 // rfactor is the exception: it rewrites the algorithm (as in Halide), so it is done here.
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -15,6 +16,7 @@
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
 #include "lang/IRVisitor.h"
+#include "lang/Param.h"
 #include "lang/RebindRVars.h"
 #include "lang/Simplify.h"
 
@@ -39,6 +41,30 @@ bool parse_tail_strategy(const std::string &s, TailStrategy *out) {
                            TailStrategy::ShiftInwards, TailStrategy::RoundUp}) {
         if (s == tail_strategy_name(t)) {
             *out = t;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *prefetch_strategy_name(PrefetchBoundStrategy s) {
+    switch (s) {
+    case PrefetchBoundStrategy::Clamp:
+        return "Clamp";
+    case PrefetchBoundStrategy::GuardWithIf:
+        return "GuardWithIf";
+    case PrefetchBoundStrategy::NonFaulting:
+        return "NonFaulting";
+    }
+    return "?";
+}
+
+bool parse_prefetch_strategy(const std::string &s, PrefetchBoundStrategy *out) {
+    for (PrefetchBoundStrategy p :
+         {PrefetchBoundStrategy::Clamp, PrefetchBoundStrategy::GuardWithIf,
+          PrefetchBoundStrategy::NonFaulting}) {
+        if (s == prefetch_strategy_name(p)) {
+            *out = p;
             return true;
         }
     }
@@ -255,6 +281,37 @@ Stage &Stage::gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVa
 
 Stage &Stage::gpu_single_thread() {
     return record(Primitive::gpu_single_thread, {});
+}
+
+Stage &Stage::prefetch(const Func &f, const VarOrRVar &at, const VarOrRVar &from,
+                       const Expr &offset, PrefetchBoundStrategy strategy) {
+    if (!f.defined()) user_error("prefetch in '", name(), "': the Func to prefetch is undefined");
+    return prefetch_named(f.name(), at, from, offset, strategy);
+}
+
+Stage &Stage::prefetch(const ImageParam &image, const VarOrRVar &at, const VarOrRVar &from,
+                       const Expr &offset, PrefetchBoundStrategy strategy) {
+    if (!image.defined())
+        user_error("prefetch in '", name(), "': the ImageParam to prefetch is undefined");
+    return prefetch_named(image.name(), at, from, offset, strategy);
+}
+
+// Whether `what` is read by this stage, and `from` is `at` or outside it, can only be checked
+// against the loop nest (schedule/Schedule.cpp and schedule/InjectPrefetch.cpp).
+Stage &Stage::prefetch_named(const std::string &what, const VarOrRVar &at, const VarOrRVar &from,
+                             const Expr &offset, PrefetchBoundStrategy strategy) {
+    std::optional<int64_t> k = offset.defined() ? as_const_int(simplify(offset)) : std::nullopt;
+    if (!k) {
+        user_error("prefetch of '", what, "' in '", name(), "' at '", at.name(), "': the offset ",
+                   offset.defined() ? to_string(offset) : std::string("(undefined)"),
+                   " is not a constant integer; give the number of iterations of '", from.name(),
+                   "' to look ahead, e.g. 1 or 2");
+    }
+    if (*k < INT_MIN || *k > INT_MAX) {
+        user_error("prefetch of '", what, "' in '", name(), "': the offset ", *k,
+                   " does not fit in int");
+    }
+    return record(Primitive::prefetch, {at, from}, {*k}, prefetch_strategy_name(strategy), what);
 }
 
 // The factors and names are checked before anything is recorded, so a gpu_tile rejected at the
@@ -690,6 +747,18 @@ Func &Func::gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar 
 
 Func &Func::gpu_single_thread() {
     Stage(contents, 0).gpu_single_thread();
+    return *this;
+}
+
+Func &Func::prefetch(const Func &f, const VarOrRVar &at, const VarOrRVar &from, const Expr &offset,
+                     PrefetchBoundStrategy strategy) {
+    Stage(contents, 0).prefetch(f, at, from, offset, strategy);
+    return *this;
+}
+
+Func &Func::prefetch(const ImageParam &image, const VarOrRVar &at, const VarOrRVar &from,
+                     const Expr &offset, PrefetchBoundStrategy strategy) {
+    Stage(contents, 0).prefetch(image, at, from, offset, strategy);
     return *this;
 }
 

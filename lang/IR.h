@@ -182,6 +182,10 @@ namespace intrinsic {
 inline constexpr const char *likely = "likely"; ///< a hint: the argument is usually true
 inline constexpr const char *abs = "abs";       ///< absolute value, unsigned result for ints
 inline constexpr const char *fma = "fma";       ///< fused multiply-add, one rounding
+/// (element) -> int32 0, in Evaluate: a hint to bring the element's cache line into the caches
+/// (schedule/InjectPrefetch.h); its argument is a call to a Func or image element, a Load after
+/// storage flattening, whose address is prefetched and which is never loaded.
+inline constexpr const char *prefetch = "prefetch";
 // Device code (see schedule/LoweredFunc.h, DeviceKernel):
 inline constexpr const char *gpu_block_id = "gpu_block_id";   ///< (int32 dim) -> int32
 inline constexpr const char *gpu_thread_id = "gpu_thread_id"; ///< (int32 dim) -> int32

@@ -14,6 +14,7 @@
 #include "schedule/BoundsInference.h"
 #include "schedule/CSE.h"
 #include "schedule/HoistLoopInvariants.h"
+#include "schedule/InjectPrefetch.h"
 #include "schedule/OffloadGPULoops.h"
 #include "schedule/PartitionLoops.h"
 #include "schedule/ScheduleFunctions.h"
@@ -96,6 +97,7 @@ LoweredFunc lower_impl(const std::vector<Func> &outputs, const std::string &name
         args = collect_arguments(x, env);
         return strip_fuse_clamps(add_buffer_checks(x, env, args), env);
     });
+    s = log.run("inject prefetches", s, [&](const Stmt &x) { return inject_prefetches(x, env); });
     s = log.run("storage flattening", s, [&](const Stmt &x) { return storage_flattening(x, env); });
     s = log.run("simplify", s, [&](const Stmt &x) { return simplify(x); });
     s = log.run("trim no-ops", s, [&](const Stmt &x) { return trim_no_ops(x); });

@@ -12,6 +12,7 @@
 #include "lang/IRVisitor.h"
 #include "lang/Interval.h"
 #include "lang/Simplify.h"
+#include "schedule/InjectPrefetch.h"
 
 namespace kiln {
 
@@ -289,6 +290,10 @@ protected:
             } else if (const auto *i = at.as<IfThenElse>(); i && !i->else_case.defined()) {
                 if (!is_likely(i->condition)) guard = i;
                 at = i->then_case;
+            } else if (const auto *b = at.as<Block>(); b && only_prefetches(b->first)) {
+                // Prefetches (schedule/InjectPrefetch.h) are hints: the trimmed iterations may
+                // skip them.
+                at = b->rest;
             } else {
                 break;
             }

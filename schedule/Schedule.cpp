@@ -102,6 +102,11 @@ public:
         case Primitive::gpu_single_thread:
             result.gpu_single_thread = true;
             return;
+        case Primitive::prefetch:
+            // Its loops are found once every directive is applied (finish): a later split may
+            // still name them.
+            pending_prefetches.push_back(&dir);
+            return;
         case Primitive::rfactor:
             return; // applied to the algorithm when it was called
         case Primitive::compute_at:
@@ -119,9 +124,44 @@ public:
         internal_error("'", dir.primitive, "' is not a stage directive");
     }
 
+    // Resolves the prefetches' loops in the final loop nest.
+    void finish() {
+        for (const Directive *dir : pending_prefetches) {
+            const std::string &at = dir->vars[0], &from = dir->vars[1];
+            std::string what = "prefetch of '" + dir->target + "' in " + where();
+            auto index = [&](const std::string &name, const char *role) {
+                for (size_t i = 0; i < result.dims.size(); i++) {
+                    if (result.dims[i].name == name) return i;
+                }
+                user_error(what, ": the ", role, " loop '", name, "' is not a loop of ", where(),
+                           "; its loops are ", loop_names(result), " (innermost first)");
+            };
+            size_t a = index(at, "'at'"), b = index(from, "'from'");
+            if (b < a) {
+                user_error(what, ": 'from' ('", from, "') must be 'at' ('", at,
+                           "') or a loop outside it, but it is inside; the loops are ",
+                           loop_names(result), " (innermost first)");
+            }
+            const LoopDim &d = result.dims[a];
+            if (d.for_type == ForType::Vectorized || d.for_type == ForType::GPUBlock ||
+                d.for_type == ForType::GPUThread) {
+                user_error(what, ": the loop '", at, "' is ",
+                           d.for_type == ForType::Vectorized ? "vectorized" : "a GPU loop",
+                           "; prefetch at a serial, parallel or unrolled CPU loop (one outside '",
+                           at, "')");
+            }
+            PrefetchBoundStrategy strategy = PrefetchBoundStrategy::GuardWithIf;
+            if (!dir->option.empty() && !parse_prefetch_strategy(dir->option, &strategy))
+                user_error(what, ": unknown bound strategy '", dir->option, "'");
+            result.prefetches.push_back(
+                {dir->target, at, from, d.var, result.dims[b].var, dir->ints[0], strategy});
+        }
+    }
+
     StageSchedule result;
 
 private:
+    std::vector<const Directive *> pending_prefetches;
     const FunctionContents &f;
     int stage;
     bool is_output;
@@ -403,6 +443,7 @@ FuncSchedule build_func_schedule(const FunctionContents &f, bool is_output) {
         case Primitive::gpu_blocks:
         case Primitive::gpu_threads:
         case Primitive::gpu_single_thread:
+        case Primitive::prefetch:
         case Primitive::rfactor:
             if (d.stage < 0 || d.stage >= int(builders.size())) {
                 user_error(d.primitive, ": '", f.name, "' has no update ", d.stage - 1);
@@ -421,8 +462,10 @@ FuncSchedule build_func_schedule(const FunctionContents &f, bool is_output) {
         fs.store_level = fs.compute_level;
         fs.store_level.is_inline = false;
     }
-    for (StageBuilder &b : builders)
+    for (StageBuilder &b : builders) {
+        b.finish();
         fs.stages.push_back(std::move(b.result));
+    }
     return fs;
 }
 

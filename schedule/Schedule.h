@@ -38,6 +38,15 @@ struct LoopSplit {
     TailStrategy tail = TailStrategy::Auto; ///< resolved: never Auto after building
 };
 
+/// A prefetch directive of a stage, its loops resolved (schedule/InjectPrefetch.h lowers it).
+struct StagePrefetch {
+    std::string what;             ///< the Func or ImageParam prefetched
+    std::string at, from;         ///< the loops as the user names them
+    std::string at_var, from_var; ///< and as the IR names them
+    int64_t offset = 1;
+    PrefetchBoundStrategy strategy = PrefetchBoundStrategy::GuardWithIf;
+};
+
 struct StageSchedule {
     std::vector<LoopDim> dims; ///< innermost first
     std::vector<LoopSplit> splits;
@@ -45,6 +54,7 @@ struct StageSchedule {
     std::map<std::string, std::string> original_vars;
     /// gpu_single_thread(): the stage runs on the GPU in one thread.
     bool gpu_single_thread = false;
+    std::vector<StagePrefetch> prefetches;
 };
 
 /// A loop of a consumer stage at which a Func is computed or stored; empty func means root.

@@ -136,6 +136,13 @@ TailStrategy tail_of(const Directive &d) {
     return t;
 }
 
+// A prefetch's bound strategy; an omitted option means GuardWithIf, prefetch's default.
+PrefetchBoundStrategy prefetch_strategy_of(const Directive &d) {
+    PrefetchBoundStrategy s = PrefetchBoundStrategy::GuardWithIf;
+    if (!d.option.empty()) parse_prefetch_strategy(d.option, &s);
+    return s;
+}
+
 MemoryType memory_type_of(const Directive &d) {
     for (const MemoryTypeSpelling &m : memory_types) {
         if (d.option == memory_type_name(m.type)) return m.type;
@@ -221,6 +228,12 @@ Primitive check_directive(const Directive &d, size_t index) {
         !parse_tail_strategy(d.option, &tail)) {
         user_error("schedule trace: ", at, " has tail strategy '", d.option,
                    "'; use one of Auto, GuardWithIf, ShiftInwards, RoundUp");
+    }
+    PrefetchBoundStrategy strategy;
+    if (spec->option == OptionKind::Prefetch && !d.option.empty() &&
+        !parse_prefetch_strategy(d.option, &strategy)) {
+        user_error("schedule trace: ", at, " has prefetch bound strategy '", d.option,
+                   "'; use one of Clamp, GuardWithIf, NonFaulting");
     }
     if (spec->option == OptionKind::Memory) {
         std::string legal;
@@ -407,6 +420,9 @@ std::string cpp_arguments(const Directive &d, const PrimitiveSpec &spec) {
                 return s + (s.empty() ? "" : ", ") + "MemoryType::" + m.cpp;
         }
         break;
+    case OptionKind::Prefetch:
+        return s + (s.empty() ? "" : ", ") +
+               "PrefetchBoundStrategy::" + prefetch_strategy_name(prefetch_strategy_of(d));
     }
     internal_error("printing of unchecked option '", d.option, "' of ", d.primitive);
 }
@@ -479,6 +495,12 @@ void check_func_names(const std::vector<Directive> &directives,
         }
         if (spec.target == TargetFunc::Consumer) check(d.target, d, i, "consumer Func");
         if (spec.target == TargetFunc::NewFunc) known.insert(d.target);
+        if (spec.target == TargetFunc::Prefetched && !known.count(d.target) &&
+            !images.count(d.target)) {
+            user_error("schedule trace: ", where(d, i), " prefetches '", d.target,
+                       "', which this pipeline does not have; its Funcs are ", func_names(funcs),
+                       " and its ImageParams ", image_names(funcs));
+        }
     }
 }
 
@@ -581,6 +603,23 @@ void replay(const Directive &d, Primitive p, size_t index, const std::vector<Fun
     case Primitive::gpu_single_thread:
         s.gpu_single_thread();
         return;
+    case Primitive::prefetch: {
+        // A Func of the pipeline or, failing that, an ImageParam it reads (checked before).
+        Expr offset = int(d.ints[0]);
+        for (const FunctionPtr &g : funcs) {
+            if (g->name == d.target) {
+                s.prefetch(Func(g), v[0], v[1], offset, prefetch_strategy_of(d));
+                return;
+            }
+        }
+        for (const auto &image : images_of(funcs)) {
+            if (image->name == d.target) {
+                s.prefetch(ImageParam(image), v[0], v[1], offset, prefetch_strategy_of(d));
+                return;
+            }
+        }
+        internal_error("prefetch of unchecked '", d.target, "'");
+    }
     case Primitive::rfactor: {
         std::vector<std::pair<RVar, Var>> preserved;
         for (size_t i = 0; i + 1 < d.vars.size(); i += 2)
@@ -750,6 +789,10 @@ std::string ScheduleTrace::to_cpp() const {
         case Primitive::store_at:
             out << stage << "." << spec.name << "(" << cpp_identifier(d.target) << ", "
                 << cpp_var(d, 0) << ");\n";
+            break;
+        case Primitive::prefetch:
+            out << stage << ".prefetch(" << cpp_identifier(d.target) << ", "
+                << cpp_arguments(d, spec) << ");\n";
             break;
         case Primitive::in: {
             std::string consumers;

@@ -531,7 +531,8 @@ TEST(ScheduleTrace, ParseRejectsAnUnknownPrimitiveListingTheKnownOnes) {
               }),
               "schedule trace: directives[0] has unknown primitive 'gpu_warp'; this kiln knows "
               "split, fuse, reorder, vectorize, unroll, parallel, serial, gpu_blocks, "
-              "gpu_threads, gpu_single_thread, rfactor, compute_at, store_at, compute_root, "
+              "gpu_threads, gpu_single_thread, prefetch, rfactor, compute_at, store_at, "
+              "compute_root, "
               "store_root, compute_inline, reorder_storage, bound, store_in, store_nontemporal, "
               "in");
 }

@@ -1,0 +1,290 @@
+// Stage::prefetch (schedule/InjectPrefetch.h): where the prefetches go in the loop nest, how many
+// (one per cache line of the region's innermost dimension), what each bound strategy does at the
+// end of the loop, the instruction they become, that results do not change, that the directive
+// is recorded, printed as C++ and replayed, and every misuse's message.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln.h"
+#include "lang/IREquality.h"
+#include "lang/IRVisitor.h"
+
+namespace kiln {
+namespace {
+
+// The prefetches of a lowered pipeline: how many prefetch calls, the loops around each, and
+// whether an if guards them.
+class Prefetches : public IRVisitor {
+public:
+    int calls = 0, guarded = 0;
+    std::vector<std::string> loops_around; ///< of the first call, outermost first
+    std::vector<std::string> buffers;
+    std::vector<Expr> line_extents; ///< of the loops over cache lines
+
+private:
+    std::vector<std::string> loops;
+    int ifs = 0;
+    using IRVisitor::visit;
+    void visit(const For *op) override {
+        if (op->name.size() > 5 && op->name.substr(op->name.size() - 5) == ".line")
+            line_extents.push_back(op->extent);
+        loops.push_back(op->name);
+        IRVisitor::visit(op);
+        loops.pop_back();
+    }
+    void visit(const IfThenElse *op) override {
+        ifs++;
+        IRVisitor::visit(op);
+        ifs--;
+    }
+    void visit(const Call *op) override {
+        if (op->call_type == Call::Intrinsic && op->name == intrinsic::prefetch) {
+            if (calls++ == 0) loops_around = loops;
+            guarded += ifs > 0;
+            if (const Load *l = op->args[0].as<Load>()) buffers.push_back(l->name);
+        }
+        IRVisitor::visit(op);
+    }
+};
+
+Prefetches prefetches_of(const Func &f) {
+    Prefetches p;
+    p.include(Pipeline(f).lower().body);
+    return p;
+}
+
+bool contains(const std::vector<std::string> &v, const std::string &s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::string error_of(const std::function<void()> &fn) {
+    try {
+        fn();
+    } catch (const CompileError &e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+struct Rows {
+    ImageParam in{Float(32), 2, "pf_in"};
+    Func f{"pf_f"};
+    Var x{"x"}, y{"y"};
+    Rows() { f(x, y) = in(x, y) * 2.f + in(x, y + 1); }
+    Buffer<float> input(int w, int h) const {
+        Buffer<float> b({w, h + 1}, "pf_in");
+        for (int j = 0; j < h + 1; j++) {
+            for (int i = 0; i < w; i++)
+                b(i, j) = float(i * 3 + j * 17 % 11) * 0.5f;
+        }
+        return b;
+    }
+};
+
+// f.prefetch(in, y, y, 2): in the loop over y, before its body, the two rows the body reads
+// at y + 2, 100 floats each: 8 lines of 16 floats (the first line's start, every 16 floats
+// after, and the last element: 7 steps and the end), behind an if for the last two rows. Same
+// values as without.
+TEST(Prefetch, RowsTwoIterationsAheadOnePrefetchPerCacheLineGuarded) {
+    Rows r;
+    Buffer<float> in = r.input(100, 20);
+    r.in.set(in);
+    Buffer<float> plain = Pipeline(r.f).realize({100, 20});
+    r.f.bound(r.x, 0, 100).prefetch(r.in, r.y, r.y, 2);
+    Prefetches p = prefetches_of(r.f);
+    ASSERT_EQ(p.calls, 1);
+    ASSERT_EQ(p.line_extents.size(), 1u);
+    EXPECT_TRUE(is_const(p.line_extents[0], 8)) << p.line_extents[0];
+    EXPECT_EQ(p.guarded, 1);
+    EXPECT_TRUE(contains(p.loops_around, "pf_f.s0.y")) << testing::PrintToString(p.loops_around);
+    EXPECT_FALSE(contains(p.loops_around, "pf_f.s0.x")) << testing::PrintToString(p.loops_around);
+    EXPECT_EQ(p.buffers, std::vector<std::string>{"pf_in"});
+    std::string lowered = Pipeline(r.f).lowered_text();
+    EXPECT_NE(lowered.find("== after inject prefetches"), std::string::npos);
+    EXPECT_NE(lowered.find("prefetch(pf_in("), std::string::npos) << lowered;
+
+    CompiledPipeline c = Pipeline(r.f).compile_jit();
+    EXPECT_NE(c.llvm_ir().find("@llvm.prefetch"), std::string::npos);
+    EXPECT_NE(c.assembly().find("prefetcht0"), std::string::npos);
+    Buffer<float> out({100, 20}, "pf_f");
+    c.realize_into({out});
+    for (int j = 0; j < 20; j++) {
+        for (int i = 0; i < 100; i++)
+            ASSERT_EQ(out(i, j), plain(i, j)) << i << ", " << j;
+    }
+}
+
+// Clamp and NonFaulting have no guard (Clamp looks at the last row again, NonFaulting past it);
+// from outside at: the loop over x prefetches what its body reads at the next y; values the
+// same with each.
+TEST(Prefetch, BoundStrategiesAndAFromLoopOutsideAt) {
+    for (PrefetchBoundStrategy s :
+         {PrefetchBoundStrategy::Clamp, PrefetchBoundStrategy::NonFaulting}) {
+        Rows r;
+        Buffer<float> in = r.input(40, 9);
+        r.in.set(in);
+        Buffer<float> plain = Pipeline(r.f).realize({40, 9});
+        Var xo("xo"), xi("xi");
+        r.f.split(r.x, xo, xi, 8).prefetch(r.in, xo, r.y, 1, s);
+        Prefetches p = prefetches_of(r.f);
+        ASSERT_EQ(p.calls, 1) << prefetch_strategy_name(s);
+        EXPECT_EQ(p.guarded, 0) << prefetch_strategy_name(s);
+        EXPECT_TRUE(contains(p.loops_around, "pf_f.s0.xo"));
+        Buffer<float> out = Pipeline(r.f).realize({40, 9});
+        for (int j = 0; j < 9; j++) {
+            for (int i = 0; i < 40; i++)
+                ASSERT_EQ(out(i, j), plain(i, j)) << i << ", " << j;
+        }
+    }
+}
+
+// A Func computed at root can be prefetched by its consumer like an input; recorded, saved to
+// JSON, printed as C++ and replayed on a fresh pipeline to the same schedule.
+TEST(Prefetch, OfAFuncRecordedPrintedAndReplayed) {
+    auto build = [](Func &g, Func &h, ImageParam &in) {
+        Var x("x"), y("y");
+        g(x, y) = in(x, y) + 1.f;
+        h(x, y) = g(x, y) * g(x, y);
+    };
+    ImageParam in(Float(32), 2, "pfr_in");
+    Func g("pfr_g"), h("pfr_h");
+    build(g, h, in);
+    Var y("y");
+    g.compute_root();
+    h.prefetch(g, y, y, 3, PrefetchBoundStrategy::Clamp);
+    Prefetches p = prefetches_of(h);
+    ASSERT_EQ(p.calls, 1);
+    EXPECT_TRUE(contains(p.buffers, "pfr_g"));
+    ScheduleTrace trace = ScheduleTrace::capture({h});
+    EXPECT_NE(
+        trace.to_cpp().find(
+            "pfr_h.prefetch(pfr_g, Var(\"y\"), Var(\"y\"), 3, PrefetchBoundStrategy::Clamp);"),
+        std::string::npos)
+        << trace.to_cpp();
+    ImageParam in2(Float(32), 2, "pfr_in");
+    Func g2("pfr_g"), h2("pfr_h");
+    build(g2, h2, in2);
+    ScheduleTrace::parse(trace.to_json_string()).apply({h2});
+    EXPECT_EQ(ScheduleTrace::capture({h2}), trace);
+    EXPECT_EQ(prefetches_of(h2).calls, 1);
+
+    // An ImageParam too, by name.
+    ImageParam in3(Float(32), 2, "pfr_in");
+    Func g3("pfr_g"), h3("pfr_h");
+    build(g3, h3, in3);
+    Func(h3).prefetch(in3, y, y);
+    ScheduleTrace t3 = ScheduleTrace::capture({h3});
+    ImageParam in4(Float(32), 2, "pfr_in");
+    Func g4("pfr_g"), h4("pfr_h");
+    build(g4, h4, in4);
+    t3.apply({h4});
+    EXPECT_EQ(ScheduleTrace::capture({h4}), t3);
+    Prefetches p4 = prefetches_of(h4);
+    EXPECT_EQ(p4.calls, 1);
+    EXPECT_TRUE(contains(p4.buffers, "pfr_in"));
+}
+
+// The loop of an update under RDom::where is trimmed to where the predicate holds
+// (trim_no_ops) with a prefetch at the top of its body as without: the prefetch is looked
+// through, not taken for work that every iteration does.
+TEST(Prefetch, AGuardedUpdatesLoopIsStillTrimmed) {
+    auto r_loop_extent = [](bool prefetch) {
+        ImageParam in(Float(32), 1, "pft_in");
+        Func g("pft_g");
+        Var x("x");
+        RDom r(0, 64, "r");
+        r.where(r.x <= x);
+        g(x) = 0.f;
+        g(x) += in(r.x);
+        if (prefetch) g.update(0).prefetch(in, RVar("r.x"), RVar("r.x"), 16);
+        class Extent : public IRVisitor {
+        public:
+            Expr extent;
+
+        private:
+            using IRVisitor::visit;
+            void visit(const For *op) override {
+                if (op->name == "pft_g.s1.r.x") extent = op->extent;
+                IRVisitor::visit(op);
+            }
+        } v;
+        v.include(Pipeline(g).lower().body);
+        Buffer<float> b({64}, "pft_in");
+        for (int i = 0; i < 64; i++)
+            b(i) = float(i % 7);
+        in.set(b);
+        Buffer<float> out = Pipeline(g).realize(std::vector<int>{40});
+        for (int i = 0; i < 40; i++) {
+            float want = 0;
+            for (int k = 0; k <= i; k++)
+                want += float(k % 7);
+            EXPECT_EQ(out(i), want) << i;
+        }
+        return v.extent;
+    };
+    Expr plain = r_loop_extent(false), prefetched = r_loop_extent(true);
+    ASSERT_TRUE(plain.defined() && prefetched.defined());
+    EXPECT_FALSE(is_const(plain)) << plain; // trimmed to min(x, 63) + 1
+    EXPECT_TRUE(equal(plain, prefetched)) << plain << " vs " << prefetched;
+}
+
+TEST(Prefetch, MisusesAreCompileErrorsNamingTheFuncLoopAndFix) {
+    {
+        Rows r;
+        Var z("z");
+        r.f.prefetch(r.in, z, z);
+        EXPECT_EQ(error_of([&] { Pipeline(r.f).lower(); }),
+                  "prefetch of 'pf_in' in 'pf_f': the 'at' loop 'z' is not a loop of 'pf_f'; its "
+                  "loops are x, y (innermost first)");
+    }
+    {
+        Rows r;
+        r.f.prefetch(r.in, r.y, r.x);
+        EXPECT_EQ(error_of([&] { Pipeline(r.f).lower(); }),
+                  "prefetch of 'pf_in' in 'pf_f': 'from' ('x') must be 'at' ('y') or a loop "
+                  "outside it, but it is inside; the loops are x, y (innermost first)");
+    }
+    {
+        Rows r;
+        Var xo("xo"), xi("xi");
+        r.f.split(r.x, xo, xi, 8).vectorize(xi).prefetch(r.in, xi, r.y);
+        EXPECT_EQ(error_of([&] { Pipeline(r.f).lower(); }),
+                  "prefetch of 'pf_in' in 'pf_f': the loop 'xi' is vectorized; prefetch at a "
+                  "serial, parallel or unrolled CPU loop (one outside 'xi')");
+    }
+    {
+        Rows r;
+        Param<int> k("pf_k");
+        EXPECT_EQ(error_of([&] { r.f.prefetch(r.in, r.y, r.y, k); }),
+                  "prefetch of 'pf_in' in 'pf_f' at 'y': the offset pf_k is not a constant "
+                  "integer; give the number of iterations of 'y' to look ahead, e.g. 1 or 2");
+    }
+    {
+        ImageParam in(Float(32), 1, "pfi_in");
+        Func g("pfi_g"), h("pfi_h");
+        Var x("x");
+        g(x) = in(x)*2.f;
+        h(x) = g(x) + 1.f;
+        g.prefetch(in, x, x);
+        EXPECT_EQ(error_of([&] { Pipeline(h).lower(); }),
+                  "prefetch of 'pfi_in' in 'pfi_g' at 'x': 'pfi_g' has no loop 'x' in the "
+                  "lowered pipeline (it is inlined: compute it at root or at a loop)");
+    }
+    {
+        ImageParam in(Float(32), 1, "pfn_in"), other(Float(32), 1, "pfn_other");
+        Func h("pfn_h");
+        Var x("x");
+        h(x) = in(x)*2.f;
+        h.prefetch(other, x, x);
+        EXPECT_EQ(error_of([&] { Pipeline(h).lower(); }),
+                  "prefetch of 'pfn_other' in 'pfn_h' at 'x': the body of 'x' does not read "
+                  "'pfn_other'; prefetch something the loop reads, or at a loop that reads it");
+    }
+}
+
+} // namespace
+} // namespace kiln
