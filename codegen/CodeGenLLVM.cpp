@@ -841,9 +841,8 @@ private:
         llvm::CallInst *call = builder.CreateCall(
             fn, {p, builder.getInt32(0), builder.getInt32(3), builder.getInt32(1)});
         // A prefetch changes no value in memory. Declared as reading its argument, it may alias
-        // every buffer, and LLVM would not keep a register tile's sums in registers across a
-        // loop holding one (measured: conv2d 2.5x slower); only inaccessible memory (the caches)
-        // it does touch.
+        // every buffer, which would keep LLVM from promoting memory to registers across a loop
+        // holding one (a register tile's sums); what it touches is the caches only.
         call->setOnlyAccessesInaccessibleMemory();
         return builder.getInt32(0);
     }
