@@ -101,13 +101,12 @@ private:
             user_error(describe(r), ": the body of '", r.p.at, "' does not read '", r.p.what,
                        "'; prefetch something the loop reads, or at a loop that reads it");
         }
+        // Bounds inference has refused unbounded reads of every Func and input before this pass
+        // ("cannot infer how much of ... to allocate", "cannot check the region ..."), so one
+        // iteration's reads are bounded too.
         for (size_t d = 0; d < box.size(); d++) {
-            if (!box[d].is_bounded()) {
-                user_error(describe(r), ": one iteration of '", r.p.at, "' reads dimension ", d,
-                           " of '", r.p.what,
-                           "' over a region bounds inference cannot bound (a data-dependent "
-                           "index); prefetch at a loop whose reads are affine in its variables");
-            }
+            internal_assert(box[d].is_bounded(), describe(r), ": unbounded reads of dimension ", d,
+                            " of '", r.p.what, "'");
         }
         // The iteration `offset` steps ahead, and whether it exists.
         const For *from = from_loop(r, at);

@@ -151,8 +151,9 @@ public:
                            at, "')");
             }
             PrefetchBoundStrategy strategy = PrefetchBoundStrategy::GuardWithIf;
-            if (!dir->option.empty() && !parse_prefetch_strategy(dir->option, &strategy))
-                user_error(what, ": unknown bound strategy '", dir->option, "'");
+            // The API takes the enum and ScheduleTrace::from_json checks the name.
+            internal_assert(dir->option.empty() || parse_prefetch_strategy(dir->option, &strategy),
+                            what, ": unknown bound strategy '", dir->option, "'");
             result.prefetches.push_back(
                 {dir->target, at, from, d.var, result.dims[b].var, dir->ints[0], strategy});
         }

@@ -4,6 +4,8 @@
 // is recorded, printed as C++ and replayed, and every misuse's message.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <functional>
 #include <string>
@@ -283,6 +285,53 @@ TEST(Prefetch, MisusesAreCompileErrorsNamingTheFuncLoopAndFix) {
         EXPECT_EQ(error_of([&] { Pipeline(h).lower(); }),
                   "prefetch of 'pfn_other' in 'pfn_h' at 'x': the body of 'x' does not read "
                   "'pfn_other'; prefetch something the loop reads, or at a loop that reads it");
+    }
+    {
+        Rows r;
+        Func undefined("pfu_nothing");
+        ImageParam unset;
+        EXPECT_EQ(error_of([&] { r.f.prefetch(undefined, r.y, r.y); }),
+                  "prefetch in 'pf_f': the Func to prefetch is undefined");
+        EXPECT_EQ(error_of([&] { r.f.prefetch(unset, r.y, r.y); }),
+                  "prefetch in 'pf_f': the ImageParam to prefetch is undefined");
+        EXPECT_EQ(error_of([&] { r.f.prefetch(r.in, r.y, r.y, Expr(int64_t(1) << 40)); }),
+                  "prefetch of 'pf_in' in 'pf_f': the offset 1099511627776 does not fit in int");
+        EXPECT_TRUE(r.f.directives().empty()) << "a refused prefetch records nothing";
+    }
+    {
+        // A loop inside a vectorized one: x runs inside the vector lanes of yi.
+        Rows r;
+        Var yo("yo"), yi("yi");
+        r.f.split(r.y, yo, yi, 4).vectorize(yi).prefetch(r.in, r.x, r.x);
+        EXPECT_EQ(error_of([&] { Pipeline(r.f).lower(); }),
+                  "prefetch of 'pf_in' in 'pf_f' at 'x': the loop lies inside the vectorized "
+                  "loop 'pf_f.s0.yi'; prefetch is for CPU loops outside vectorized ones");
+    }
+}
+
+// A trace naming something the pipeline does not have, or a bound strategy that does not exist,
+// is refused before anything is applied.
+TEST(Prefetch, ATraceWithAnUnknownTargetOrStrategyIsRefused) {
+    Rows recorded;
+    recorded.f.prefetch(recorded.in, recorded.y, recorded.y, 2);
+    nlohmann::json j = ScheduleTrace::capture({recorded.f}).to_json();
+    ASSERT_EQ(j["directives"].size(), 1u) << j.dump();
+    {
+        nlohmann::json bad = j;
+        bad["directives"][0]["target"] = "pf_elsewhere";
+        Rows fresh;
+        EXPECT_EQ(error_of([&] { ScheduleTrace::from_json(bad).apply({fresh.f}); }),
+                  "schedule trace: directives[0] (prefetch of 'pf_f') prefetches 'pf_elsewhere', "
+                  "which this pipeline does not have; its Funcs are pf_f and its ImageParams "
+                  "pf_in");
+        EXPECT_TRUE(fresh.f.directives().empty());
+    }
+    {
+        nlohmann::json bad = j;
+        bad["directives"][0]["option"] = "Sometimes";
+        EXPECT_EQ(error_of([&] { ScheduleTrace::from_json(bad); }),
+                  "schedule trace: directives[0] (prefetch of 'pf_f') has prefetch bound strategy "
+                  "'Sometimes'; use one of Clamp, GuardWithIf, NonFaulting");
     }
 }
 
