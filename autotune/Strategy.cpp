@@ -297,13 +297,12 @@ public:
     std::vector<Config> propose(ProposalContext &ctx, int n) override {
         std::vector<Config> batch;
         std::vector<std::string> hashes;
-        // The configs of this batch are known to the arms asked after the first.
-        ProposalContext inner{ctx.space,
-                              [&](const std::string &h) {
-                                  return ctx.known(h) ||
-                                         std::find(hashes.begin(), hashes.end(), h) != hashes.end();
-                              },
-                              ctx.features, ctx.universe};
+        // The configs of this batch are known to the arms asked after the first; everything else
+        // (features, universe, the database's prior rows for the model arm) is the tuner's.
+        ProposalContext inner = ctx;
+        inner.known = [&](const std::string &h) {
+            return ctx.known(h) || std::find(hashes.begin(), hashes.end(), h) != hashes.end();
+        };
         for (int attempt = 0; int(batch.size()) < n && attempt < 4 * n + 8; attempt++) {
             size_t arm = choose();
             std::vector<Config> got = arms[arm].strategy->propose(inner, 1);

@@ -285,6 +285,21 @@ TEST(Tuner, TheCostModelLearnsAcrossWorkloadsAndIsSavedBesideTheDatabase) {
     EXPECT_EQ(saved[0].id, b.cost_model->id);
     EXPECT_EQ(int64_t(db.feature_rows(saved[0].target_id, feature_version()).size()),
               a_ok + b.per_status["ok"]);
+
+    // The bandit's model arm starts from the same rows: its first proposal (the fourth of the
+    // run, one per arm) is ranked, not drawn at random.
+    TuneOptions third = quick("blur", {96, 32}, dir / "k.db");
+    third.strategy = "bandit";
+    third.trials = 4;
+    third.jobs = 1;
+    third.baselines = false;
+    TuneResult c = tune(third, out, err);
+    EXPECT_GE(c.prior_rows, a_ok);
+    nlohmann::json bandit = nlohmann::json::parse(db.run(c.run_id)->state_json)["strategy"];
+    ASSERT_TRUE(bandit.contains("arms")) << bandit.dump();
+    EXPECT_EQ(bandit["arms"]["model"]["plays"], 1) << bandit.dump();
+    EXPECT_EQ(bandit["arms"]["model"]["state"].value("ranked_proposals", int64_t(0)), 1)
+        << bandit.dump();
 }
 
 TEST(Tuner, CrashHangAndWrongAnswerAreRecordedAndTheJobGoesOn) {
