@@ -376,6 +376,13 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
     for (int w = std::max(2, s.lanes / 4); w <= s.lanes * 2; w *= 2)
         widths.push_back(w);
     space.add_integers("vector", widths);
+    // The prior of a new run's random draws: the natural width 4 times as likely as one lane,
+    // a half or quarter vector or a scalar loop, twice the natural width twice as likely (the
+    // hand schedules and MetaSchedule's vectorize rule use the natural width).
+    std::vector<double> width_weights;
+    for (int64_t w : widths)
+        width_weights.push_back(w == s.lanes ? 4.0 : w == 2 * int64_t(s.lanes) ? 2.0 : 1.0);
+    space.set_weights("vector", width_weights);
     // A register tile holds tile_x / vector * tile_y accumulators: doubling the vector over the
     // same tile halves them, so a mutation steps tile_x along with the vector (conv2d's
     // 16-lane 32 x 8 tile is one move from the 8-lane 16 x 8 one).
@@ -385,6 +392,7 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
     // (where a reused input's panel can be packed once and read by every row block).
     if (d > 1) space.add_choice("outer_order", {"y_outer", "x_outer"});
     space.add_bool("parallel");
+    space.set_weights("parallel", {1.0, 3.0}); // a parallel outer loop 3 times as likely
     for (const Shape::Update &u : s.updates) {
         std::string p = "update" + std::to_string(u.index) + "_";
         if (u.pure_x) space.add_bool(p + "vectorize");

@@ -1,7 +1,9 @@
 #include "autotune/SearchSpace.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <sstream>
 
 #include "lang/Error.h"
 
@@ -15,6 +17,13 @@ std::string list_values(const Knob &k) {
         out += (i ? ", " : "") + k.values[i].dump();
     if (k.values.size() > 12) out += ", ... (" + std::to_string(k.values.size()) + " values)";
     return out;
+}
+
+/// A weight as people write it (0, 2.5), not as JSON prints a double (0.0).
+std::string number(double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
 }
 
 } // namespace
@@ -102,7 +111,7 @@ void SearchSpace::add_knob(Knob k) {
 }
 
 void SearchSpace::add_divisors(const std::string &name, int64_t n, int64_t lo, int64_t hi) {
-    Knob k{name, Knob::Kind::integer, {}};
+    Knob k{name, Knob::Kind::integer, {}, {}};
     for (int64_t d = std::max<int64_t>(1, lo); d <= std::min(n, hi); d++) {
         if (n % d == 0) k.values.push_back(d);
     }
@@ -117,7 +126,7 @@ int64_t floor_pow2(int64_t v) {
 }
 
 void SearchSpace::add_powers_of_two(const std::string &name, int64_t lo, int64_t hi) {
-    Knob k{name, Knob::Kind::integer, {}};
+    Knob k{name, Knob::Kind::integer, {}, {}};
     for (int64_t v = std::max<int64_t>(1, lo); v <= hi; v *= 2)
         k.values.push_back(v);
     add_knob(std::move(k));
@@ -127,28 +136,28 @@ void SearchSpace::add_range(const std::string &name, int64_t lo, int64_t hi, int
     if (step <= 0)
         throw CompileError("search space '" + space_name + "': knob '" + name +
                            "' needs a positive step, got " + std::to_string(step));
-    Knob k{name, Knob::Kind::integer, {}};
+    Knob k{name, Knob::Kind::integer, {}, {}};
     for (int64_t v = lo; v <= hi; v += step)
         k.values.push_back(v);
     add_knob(std::move(k));
 }
 
 void SearchSpace::add_integers(const std::string &name, const std::vector<int64_t> &values) {
-    Knob k{name, Knob::Kind::integer, {}};
+    Knob k{name, Knob::Kind::integer, {}, {}};
     for (int64_t v : values)
         k.values.push_back(v);
     add_knob(std::move(k));
 }
 
 void SearchSpace::add_choice(const std::string &name, const std::vector<std::string> &values) {
-    Knob k{name, Knob::Kind::choice, {}};
+    Knob k{name, Knob::Kind::choice, {}, {}};
     for (const std::string &v : values)
         k.values.push_back(v);
     add_knob(std::move(k));
 }
 
 void SearchSpace::add_bool(const std::string &name) {
-    add_knob(Knob{name, Knob::Kind::boolean, {false, true}});
+    add_knob(Knob{name, Knob::Kind::boolean, {false, true}, {}});
 }
 
 void SearchSpace::add_permutation(const std::string &name, const std::vector<std::string> &items) {
@@ -156,7 +165,7 @@ void SearchSpace::add_permutation(const std::string &name, const std::vector<std
         throw CompileError("search space '" + space_name + "': permutation knob '" + name +
                            "' has " + std::to_string(items.size()) +
                            " items; at most 6 are supported, fix the others");
-    Knob k{name, Knob::Kind::permutation, {}};
+    Knob k{name, Knob::Kind::permutation, {}, {}};
     std::vector<std::string> p = items;
     std::sort(p.begin(), p.end());
     do {
@@ -213,10 +222,40 @@ int64_t SearchSpace::size() const {
     return n;
 }
 
+void SearchSpace::set_weights(const std::string &knob, const std::vector<double> &weights) {
+    Knob &k = knob_list[size_t(knob_index(knob))];
+    if (weights.size() != k.values.size())
+        throw CompileError("search space '" + space_name + "': set_weights(\"" + knob + "\") got " +
+                           std::to_string(weights.size()) + " weights for its " +
+                           std::to_string(k.values.size()) + " values; give one per value");
+    for (size_t i = 0; i < weights.size(); i++) {
+        if (!(weights[i] > 0) || !std::isfinite(weights[i]))
+            throw CompileError("search space '" + space_name + "': set_weights(\"" + knob +
+                               "\"): the weight of " + k.values[i].dump() + " is " +
+                               number(weights[i]) +
+                               "; weights must be positive finite numbers (a value no draw "
+                               "should reach is a constraint, not a weight)");
+    }
+    k.weights = weights;
+}
+
+int SearchSpace::draw(size_t k, std::mt19937_64 &rng, int except) const {
+    const Knob &knob = knob_list[k];
+    const int count = int(knob.values.size());
+    if (knob.weights.empty()) {
+        if (except < 0) return std::uniform_int_distribution<int>(0, count - 1)(rng);
+        const int v = std::uniform_int_distribution<int>(0, count - 2)(rng);
+        return v >= except ? v + 1 : v;
+    }
+    std::vector<double> w = knob.weights;
+    if (except >= 0) w[size_t(except)] = 0;
+    return int(std::discrete_distribution<int>(w.begin(), w.end())(rng));
+}
+
 Config SearchSpace::random(std::mt19937_64 &rng) const {
     Config c;
-    for (const Knob &k : knob_list)
-        c.index.push_back(int(std::uniform_int_distribution<size_t>(0, k.values.size() - 1)(rng)));
+    for (size_t k = 0; k < knob_list.size(); k++)
+        c.index.push_back(draw(k, rng));
     return c;
 }
 
@@ -257,8 +296,7 @@ std::optional<Config> SearchSpace::repair(const Config &c, std::mt19937_64 &rng,
         const int count = int(knob_list[size_t(k)].values.size());
         if (count < 2) continue;
         Config next = current;
-        const int v = std::uniform_int_distribution<int>(0, count - 2)(rng);
-        next.index[size_t(k)] = v >= current.index[size_t(k)] ? v + 1 : v;
+        next.index[size_t(k)] = draw(size_t(k), rng, current.index[size_t(k)]);
         const int b = violations(next);
         if (b <= broken) {
             current = std::move(next);

@@ -41,6 +41,9 @@ struct Knob {
     std::string name;
     Kind kind = Kind::integer;
     std::vector<nlohmann::json> values;
+    /// How likely each value is drawn at random (SearchSpace::random, repair), relative to the
+    /// others; empty: all alike. A prior, not a constraint: every value stays reachable.
+    std::vector<double> weights;
 };
 
 /// A point of a space: the index of the chosen value of each knob, in knob order.
@@ -107,11 +110,17 @@ public:
     void add_coupling(const std::string &a, const std::string &b);
     /// The coupled knobs of `knob` (knob indices).
     std::vector<int> coupled(int knob) const;
+    /// A prior over the knob's values for random draws (Knob::weights), one positive weight per
+    /// value in the knob's order: the generated space makes the values that the machine favours
+    /// (the natural vector width, parallel loops) likelier among a new run's first samples.
+    /// Raises CompileError for an unknown knob, a count that is not the knob's value count, or
+    /// a weight that is not a positive finite number.
+    void set_weights(const std::string &knob, const std::vector<double> &weights);
     void set_apply(Apply apply) { apply_fn = std::move(apply); }
 
     /// Number of configs, constraints ignored (saturates at INT64_MAX).
     int64_t size() const;
-    /// A uniformly random point (constraints ignored).
+    /// A random point, each knob drawn by its weights (uniformly without), constraints ignored.
     Config random(std::mt19937_64 &rng) const;
     /// The i-th config in mixed-radix order (the last knob varies fastest), i < size().
     Config at(int64_t i) const;
@@ -120,7 +129,8 @@ public:
     bool valid(const Config &c) const { return violated(c).empty(); }
     /// How many constraints the config breaks.
     int violations(const Config &c) const;
-    /// A valid config near c (c itself when it is valid): one knob at a time is redrawn, and the
+    /// A valid config near c (c itself when it is valid): one knob at a time is redrawn (by its
+    /// weights, never to its current value), and the
     /// change kept when the config then breaks no more constraints than before (a WalkSAT-like
     /// walk), for at most `steps` draws; nullopt when the walk finds none. Strategies repair
     /// their random draws and mutations with it, so a space whose constraints reject most
@@ -148,6 +158,8 @@ public:
 
 private:
     void add_knob(Knob k);
+    /// A value of knob k drawn by its weights; `except` (an index, or -1) is never drawn.
+    int draw(size_t k, std::mt19937_64 &rng, int except = -1) const;
 
     std::string space_name, salt;
     std::vector<Knob> knob_list;

@@ -173,6 +173,77 @@ TEST(SearchSpace, ConstraintsFilterRandomAndEnumeratedConfigs) {
     EXPECT_EQ(int64_t(hashes.size()), s.size());
 }
 
+// Weights are a prior over a knob's values: random draws follow them (a 4:1 value about 80% of
+// the time), repair's redraws too, every value stays reachable, and a space without weights draws
+// uniformly. Wrong weights are refused naming the knob.
+TEST(SearchSpace, WeightsMakeAValueLikelierWithoutExcludingTheOthers) {
+    SearchSpace s("weighted");
+    s.add_integers("w", {1, 2, 4, 8});
+    s.add_bool("p");
+    s.set_weights("w", {1, 1, 4, 2});
+    s.set_weights("p", {1, 3});
+    std::mt19937_64 rng(11);
+    std::map<int64_t, int> w;
+    int parallel = 0;
+    const int draws = 8000;
+    for (int i = 0; i < draws; i++) {
+        Config c = s.random(rng);
+        w[ConfigView(s, c).i("w")]++;
+        parallel += ConfigView(s, c).b("p");
+    }
+    EXPECT_NEAR(w[4] / double(draws), 0.5, 0.03);
+    EXPECT_NEAR(w[8] / double(draws), 0.25, 0.03);
+    EXPECT_NEAR(w[1] / double(draws), 0.125, 0.03);
+    EXPECT_NEAR(parallel / double(draws), 0.75, 0.03);
+
+    // repair redraws by the weights too: a constraint that forbids w = 4 moves a config there to
+    // 8 twice as often as to 1 or 2.
+    s.add_constraint("w != 4", [](const ConfigView &c) { return c.i("w") != 4; });
+    std::map<int64_t, int> repaired;
+    const Config bad = s.from_json({{"w", 8}, {"p", true}});
+    for (int i = 0; i < 3000; i++) {
+        Config c = bad;
+        c.index[0] = 2; // w = 4
+        std::optional<Config> fixed = s.repair(c, rng);
+        ASSERT_TRUE(fixed);
+        repaired[ConfigView(s, *fixed).i("w")]++;
+    }
+    EXPECT_EQ(repaired.count(4), 0u);
+    EXPECT_GT(repaired[8], repaired[1] + repaired[2] / 2);
+    EXPECT_GT(repaired[1], 0);
+
+    EXPECT_EQ(message_of([&] {
+                  s.set_weights("w", {1, 2});
+              }),
+              "search space 'weighted': set_weights(\"w\") got 2 weights for its 4 values; give "
+              "one per value");
+    EXPECT_EQ(message_of([&] {
+                  s.set_weights("w", {1, 0, 1, 1});
+              }),
+              "search space 'weighted': set_weights(\"w\"): the weight of 2 is 0; weights must "
+              "be positive finite numbers (a value no draw should reach is a constraint, not a "
+              "weight)");
+    EXPECT_EQ(message_of([&] { s.set_weights("q", {1}); }),
+              "config: space 'weighted' has no knob 'q'; its knobs are: w, p");
+}
+
+// The generated space's prior: the natural vector width is the likeliest, a parallel outer loop
+// three times as likely as none.
+TEST(AutoSpace, NewRunsDrawTheNaturalVectorWidthAndParallelLoopsMostOften) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("matmul");
+    SearchSpace s = auto_space(op, {256, 256, 256}, Target::host());
+    const Knob &vector = s.knobs()[size_t(s.knob_index("vector"))];
+    const Knob &parallel = s.knobs()[size_t(s.knob_index("parallel"))];
+    ASSERT_EQ(vector.weights.size(), vector.values.size());
+    const int64_t lanes = Target::host().vector_bits / 32;
+    for (size_t i = 0; i < vector.values.size(); i++) {
+        const int64_t w = vector.values[i].get<int64_t>();
+        EXPECT_EQ(vector.weights[i], w == lanes ? 4.0 : w == 2 * lanes ? 2.0 : 1.0) << w;
+    }
+    EXPECT_EQ(parallel.weights, (std::vector<double>{1.0, 3.0}));
+}
+
 // repair walks an invalid config to a valid one by redrawing one knob at a time, keeping
 // changes that break no more constraints; a valid config comes back unchanged, and a space whose
 // constraints nothing meets gives nullopt.
@@ -488,6 +559,8 @@ TEST(AutoSpace, UnrollRUnrollsTheRegisterTilesInnermostReductionTwice) {
         j["vector"] = 8;
         j["outer_x"] = 1;
         j["prod_at"] = "tile:registers";
+        j["B_panel_at"] = "strip";
+        j["A_in_prod_at"] = "none";
         j["unroll_r"] = unroll_r;
         return j;
     };
