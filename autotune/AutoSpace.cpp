@@ -804,7 +804,8 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         std::string xo = x + "_o", xi = x + "_i", xm = x + "_m", yo = y + "_o", yi = y + "_i";
         // The output's loops, outer to inner: the strip loop (yo, or xo with x_outer), the outer
         // tile loop (the other of the two, with outer_x > 1), the tile loop (xm with outer_x > 1,
-        // else the inner of yo and xo), then the tile itself.
+        // else the inner of yo and xo), then the tile itself. The output's other dimensions run
+        // outside them all, or with x_outer between the strip loop and the others (tile_stage).
         std::string tile_loop, outer_tile_loop, strip_loop;
         // The space tunes one shape: the output's extents are constants (a kernel built for
         // another shape is a shape-dispatched variant of its own), so its loops and the regions
@@ -850,15 +851,23 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             }
             if (in_tile) order.insert(order.end(), reduction.begin(), reduction.end());
             if (ox > 1) order.push_back(V(xm));
+            // The output's other dimensions (conv2d's rows, with its channels as x): outside the
+            // two tile loops, or with x_outer inside the panel loop, which is then outermost of
+            // all: a panel of x (a block of conv2d's output channels) is one parallel task, and
+            // a producer per strip (the block's repacked weights) is computed once per panel.
+            auto others = [&] {
+                for (int k = 0; k < d; k++) {
+                    if (k != ix && k != iy) order.push_back(V(s.dims[size_t(k)]));
+                }
+            };
             if (x_outer) {
                 order.push_back(V(yo));
+                others();
                 order.push_back(V(xo));
             } else {
                 order.push_back(V(xo));
                 if (d > 1) order.push_back(V(yo));
-            }
-            for (int k = 0; k < d; k++) {
-                if (k != ix && k != iy) order.push_back(V(s.dims[size_t(k)]));
+                others();
             }
             st.reorder(order);
             const int lanes = int(c.i("vector"));

@@ -756,6 +756,63 @@ TEST(AutoSpace, TheLastDimensionCanBeTheVectorizedOne) {
     }
 }
 
+// With x_outer a panel of x is the outermost loop of all, the output's other dimensions inside
+// it: conv2d's blocks of output channels are the parallel tasks (its rows run inside each), and
+// w_packed per strip is repacked once per block, as in the hand schedule, not once per row and
+// block. The result is the reference's.
+TEST(AutoSpace, WithXOuterThePanelLoopIsOutermostAndAStripProducerIsComputedPerPanel) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("conv2d");
+    const std::vector<int64_t> shape{8, 32, 12, 12};
+    SearchSpace s = auto_space(op, shape, Target::host());
+    nlohmann::json j = valid_config(s, 4);
+    j["inner_dim"] = "co";
+    j["outer_order"] = "x_outer";
+    j["tile_x"] = 16;
+    j["outer_x"] = 1;
+    j["tile_y"] = 4;
+    j["vector"] = 8;
+    j["parallel"] = true;
+    j["conv_at"] = "tile:registers";
+    j["padded_at"] = "root";
+    j["w_packed_at"] = "strip";
+    Config c = s.from_json(j);
+    apps::OperatorInstance inst = op.make(shape);
+    s.apply(inst, c);
+    LoweredFunc f = inst.pipeline().lower();
+    class Nest : public IRVisitor {
+    public:
+        std::vector<std::string> output_loops; ///< the output's, outermost first
+        ForType first_type = ForType::Serial;
+        std::vector<std::string> around_w_packed; ///< loops around w_packed's production
+
+    protected:
+        using IRVisitor::visit;
+        std::vector<std::string> loops;
+        void visit(const For *op) override {
+            if (op->name.rfind("conv2d.s0.", 0) == 0) {
+                if (output_loops.empty()) first_type = op->for_type;
+                output_loops.push_back(op->name);
+            }
+            loops.push_back(op->name);
+            IRVisitor::visit(op);
+            loops.pop_back();
+        }
+        void visit(const ProducerConsumer *op) override {
+            if (op->is_producer && op->name == "w_packed") around_w_packed = loops;
+            IRVisitor::visit(op);
+        }
+    } nest;
+    nest.include(f.body);
+    ASSERT_FALSE(nest.output_loops.empty());
+    EXPECT_EQ(nest.output_loops[0], "conv2d.s0.co_o") << testing::PrintToString(nest.output_loops);
+    EXPECT_EQ(nest.first_type, ForType::Parallel);
+    EXPECT_EQ(nest.around_w_packed, std::vector<std::string>{"conv2d.s0.co_o"})
+        << testing::PrintToString(nest.around_w_packed);
+    EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance)
+        << j.dump();
+}
+
 // A register tile vectorizes the producer's variable named like the output's x, rounded up to
 // whole vectors: a producer without it (layernorm's row sums over y) has no register placement.
 // Every valid config of the row reductions stays inside its input at the shape (before, a register
