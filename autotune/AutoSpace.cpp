@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "apps/Builtin.h"
 #include "codegen/Target.h"
 #include "lang/IROperator.h"
 #include "lang/IRVisitor.h"
@@ -70,7 +71,8 @@ struct Shape {
         std::string knob() const { return image + "_in_" + consumer + "_at"; }
     };
     std::vector<Pack> packs;
-    int lanes = 4; ///< natural vector lanes of the output type
+    int lanes = 4;     ///< natural vector lanes of the output type
+    int64_t bytes = 0; ///< the output's size at the tuned shape
 };
 
 /// A Func's definitions: the pure one, then its updates in order (stage 0, 1, ...).
@@ -198,6 +200,13 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
     s.extents = inst.output_extents;
     int bits = std::max(8, int(f.output_types().front().bits));
     s.lanes = std::max(1, target.vector_bits / bits);
+    s.bytes = 0;
+    for (const Type &t : f.output_types()) {
+        int64_t b = std::max(1, int(t.bits) / 8);
+        for (int e : s.extents)
+            b *= e;
+        s.bytes += b;
+    }
     for (int u = 0; u < f.num_updates(); u++) {
         const Definition &d = f.update_definition(u);
         Shape::Update up;
@@ -393,6 +402,13 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
     if (d > 1) space.add_choice("outer_order", {"y_outer", "x_outer"});
     space.add_bool("parallel");
     space.set_weights("parallel", {1.0, 3.0}); // a parallel outer loop 3 times as likely
+    // An output larger than the caches (16 MB, as the hand schedules judge it), written once: its
+    // vector stores may bypass them (Func::store_nontemporal), so the CPU does not read each line
+    // before overwriting it and the output does not evict the inputs. Twice as likely as not.
+    if (s.bytes >= apps::streaming_bytes) {
+        space.add_bool("store_nontemporal");
+        space.set_weights("store_nontemporal", {1.0, 2.0});
+    }
     for (const Shape::Update &u : s.updates) {
         std::string p = "update" + std::to_string(u.index) + "_";
         if (u.pure_x) space.add_bool(p + "vectorize");
@@ -812,6 +828,7 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         // of its producers have constant extents and their buffers live on the stack.
         for (int k = 0; k < d; k++)
             f.bound(Var(s.dims[size_t(k)]), 0, s.extents[size_t(k)]);
+        if (c.has("store_nontemporal") && c.b("store_nontemporal")) f.store_nontemporal();
         const int64_t tx = d > 0 ? c.i("tile_x") : 1, ox = d > 0 ? c.i("outer_x") : 1;
         const bool x_outer = d > 1 && c.s("outer_order") == "x_outer";
         if (d > 0) {

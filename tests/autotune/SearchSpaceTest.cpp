@@ -813,6 +813,31 @@ TEST(AutoSpace, WithXOuterThePanelLoopIsOutermostAndAStripProducerIsComputedPerP
         << j.dump();
 }
 
+// An output of 16 MB or more gets the store_nontemporal knob (the hand schedules' streaming
+// stores, which the space could not name before): on, the lowered pipeline stores the output
+// non-temporally and computes what the reference computes. A smaller output has no such knob.
+TEST(AutoSpace, ALargeOutputMayBeStoredNonTemporally) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("softmax");
+    EXPECT_THROW(auto_space(op, {64, 256}, Target::host()).knob_index("store_nontemporal"),
+                 CompileError);
+    const std::vector<int64_t> shape{2048, 2048}; // 16 MB of output
+    SearchSpace s = auto_space(op, shape, Target::host());
+    const Knob &k = s.knobs()[size_t(s.knob_index("store_nontemporal"))];
+    EXPECT_EQ(k.weights, (std::vector<double>{1.0, 2.0}));
+    for (bool on : {false, true}) {
+        nlohmann::json j = valid_config(s, 3);
+        j["store_nontemporal"] = on;
+        Config c = s.from_json(j);
+        apps::OperatorInstance inst = op.make(shape);
+        s.apply(inst, c);
+        LoweredFunc f = inst.pipeline().lower();
+        EXPECT_EQ(f.nontemporal_stores.count("softmax"), on ? 1u : 0u) << j.dump();
+        EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance)
+            << j.dump();
+    }
+}
+
 // A register tile vectorizes the producer's variable named like the output's x, rounded up to
 // whole vectors: a producer without it (layernorm's row sums over y) has no register placement.
 // Every valid config of the row reductions stays inside its input at the shape (before, a register
