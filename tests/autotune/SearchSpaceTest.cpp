@@ -39,6 +39,23 @@ nlohmann::json valid_config(const SearchSpace &s, uint64_t seed) {
     return s.to_json(any);
 }
 
+/// A config of conv2d's automatic space (drawn with seed 4) with conv as a register tile of
+/// tile_x output channels (vectors of `vector`) by tile_y pixels, the padded input at root and
+/// w_packed at `w_packed_at`.
+nlohmann::json conv2d_register_tile(const SearchSpace &s, int64_t tile_x, int64_t tile_y,
+                                    int64_t vector, const std::string &w_packed_at) {
+    nlohmann::json j = valid_config(s, 4);
+    j["inner_dim"] = "co";
+    j["tile_x"] = tile_x;
+    j["outer_x"] = 1;
+    j["tile_y"] = tile_y;
+    j["vector"] = vector;
+    j["conv_at"] = "tile:registers";
+    j["padded_at"] = "root";
+    j["w_packed_at"] = w_packed_at;
+    return j;
+}
+
 /// The loops whose name contains `part`: their extents, and how many loops run inside them.
 class LoopsNamed : public IRVisitor {
 public:
@@ -610,15 +627,7 @@ TEST(AutoSpace, TileYOffersTheExtentsDivisorsSoARowIsOneRegisterTile) {
     EXPECT_TRUE(std::is_sorted(k.values.begin(), k.values.end()));
 
     const int64_t vector = std::clamp(Target::host().vector_bits / 32, 4, 16);
-    nlohmann::json j = valid_config(s, 4);
-    j["inner_dim"] = "co";
-    j["tile_x"] = 2 * vector;
-    j["outer_x"] = 1;
-    j["tile_y"] = 14;
-    j["vector"] = vector;
-    j["conv_at"] = "tile:registers";
-    j["padded_at"] = "root";
-    j["w_packed_at"] = "root";
+    nlohmann::json j = conv2d_register_tile(s, 2 * vector, 14, vector, "root");
     Config c = s.from_json(j);
     apps::OperatorInstance inst = op.make(shape);
     s.apply(inst, c);
@@ -765,17 +774,9 @@ TEST(AutoSpace, WithXOuterThePanelLoopIsOutermostAndAStripProducerIsComputedPerP
     const apps::Operator &op = apps::find_operator("conv2d");
     const std::vector<int64_t> shape{8, 32, 12, 12};
     SearchSpace s = auto_space(op, shape, Target::host());
-    nlohmann::json j = valid_config(s, 4);
-    j["inner_dim"] = "co";
+    nlohmann::json j = conv2d_register_tile(s, 16, 4, 8, "strip");
     j["outer_order"] = "x_outer";
-    j["tile_x"] = 16;
-    j["outer_x"] = 1;
-    j["tile_y"] = 4;
-    j["vector"] = 8;
     j["parallel"] = true;
-    j["conv_at"] = "tile:registers";
-    j["padded_at"] = "root";
-    j["w_packed_at"] = "strip";
     Config c = s.from_json(j);
     apps::OperatorInstance inst = op.make(shape);
     s.apply(inst, c);
