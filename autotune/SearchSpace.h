@@ -130,12 +130,11 @@ public:
     /// How many constraints the config breaks.
     int violations(const Config &c) const;
     /// A valid config near c (c itself when it is valid): one knob at a time is redrawn (by its
-    /// weights, never to its current value), and the
-    /// change kept when the config then breaks no more constraints than before (a WalkSAT-like
-    /// walk), for at most `steps` draws; nullopt when the walk finds none. Strategies repair
-    /// their random draws and mutations with it, so a space whose constraints reject most
-    /// uniform draws (tiles that must divide the shape, a vector that must divide the tile)
-    /// still yields valid configs near the ones drawn.
+    /// weights, never to its current value), and the change kept when the config then breaks no
+    /// more constraints than before (a WalkSAT-like walk), for at most `steps` draws; nullopt when
+    /// the walk finds none. Strategies repair their random draws and mutations with it, so a space
+    /// whose constraints reject most uniform draws (tiles that must divide the shape, a vector that
+    /// must divide the tile) still yields valid configs near the ones drawn.
     std::optional<Config> repair(const Config &c, std::mt19937_64 &rng, int steps = 64) const;
 
     nlohmann::json to_json(const Config &c) const;
