@@ -70,7 +70,31 @@ int outer_row(void *user_context, int y, uint8_t *) {
     return kiln_parallel_for(user_context, inner_row, 0, 16, reinterpret_cast<uint8_t *>(&y));
 }
 
+int record_thread_number(void *user_context, int index, uint8_t *) {
+    static_cast<std::vector<int> *>(user_context)->at(size_t(index)) = omp_get_thread_num();
+    return kiln_success;
+}
+
 } // namespace
+
+// Thousands of short tasks (a row each) are claimed in chunks, at least 16 per thread, not one
+// index at a time: every run of consecutive indices one thread ran is a whole number of chunks
+// (4096 / (16 x 2) = 128 indices), except the last, which ends the range.
+TEST_F(ParallelFor, ManyShortTasksAreClaimedInChunks) {
+    kiln_set_num_threads(2);
+    std::vector<int> owner(4096, -1);
+    ASSERT_EQ(kiln_parallel_for(&owner, record_thread_number, 0, 4096, nullptr), kiln_success);
+    size_t start = 0;
+    for (size_t i = 1; i <= owner.size(); i++) {
+        if (i < owner.size() && owner[i] == owner[start]) continue;
+        if (i < owner.size()) {
+            EXPECT_EQ((i - start) % 128, 0u) << "a run of indices " << start << " to " << i - 1;
+        }
+        start = i;
+    }
+    for (int o : owner)
+        EXPECT_GE(o, 0);
+}
 
 TEST_F(ParallelFor, CoversEachIndexExactlyOnce) {
     kiln_set_num_threads(4);
