@@ -170,8 +170,12 @@ private:
     /// two parents (then a mutation, always when the child equals a parent) or a mutation of
     /// one, each parent picked by a tournament of 3 on predicted score. Children that break a
     /// constraint, repeat a config or do not lower are dropped. The next population is the best
-    /// predicted `population_size` of parents and children, measured ones included (good parents
-    /// are not proposed again: propose skips what is known).
+    /// predicted `population_size` of parents and children, measured ones included (good
+    /// parents are not proposed again: propose skips what is known). Every valid config one knob
+    /// away from the best measured one (detail::neighbours) joins the children, ranked with
+    /// them: a mutation reaches a distant value of an integer knob rarely (softmax's best strip
+    /// of 8 rows was four steps from the hand schedule's single rows), and with neighbours as
+    /// parents the next children include moves of two or three knobs from the incumbent.
     void evolve(ProposalContext &ctx, int children) {
         std::vector<Config> parents = population;
         std::set<std::string> seen;
@@ -221,6 +225,14 @@ private:
             if (!ctx.features(child)) continue; // does not lower: not worth a measurement
             next.push_back(child);
             made++;
+        }
+        // Every config one knob away from the best measured one joins the children, ranked
+        // with them.
+        if (!order.empty()) {
+            for (Config &n : detail::neighbours(ctx.space, configs[order[0]])) {
+                if (!seen.insert(ctx.space.hash(n)).second || !ctx.features(n)) continue;
+                next.push_back(std::move(n));
+            }
         }
         std::vector<float> next_scores = predict(ctx, next);
         sort_by(next, next_scores);

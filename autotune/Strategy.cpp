@@ -26,6 +26,19 @@ void load_rng(std::mt19937_64 &rng, const std::string &text) {
     if (!s) throw RuntimeError("strategy state: 'rng' is not a saved generator state");
 }
 
+std::vector<Config> neighbours(const SearchSpace &space, const Config &c) {
+    std::vector<Config> out;
+    for (size_t k = 0; k < space.knobs().size(); k++) {
+        for (int v = 0; v < int(space.knobs()[k].values.size()); v++) {
+            if (v == c.index[k]) continue;
+            Config n = c;
+            n.index[k] = v;
+            if (space.valid(n)) out.push_back(std::move(n));
+        }
+    }
+    return out;
+}
+
 Config mutate(const SearchSpace &space, const Config &c, std::mt19937_64 &rng) {
     Config m = c;
     const int n = int(space.knobs().size());

@@ -81,6 +81,10 @@ void load_rng(std::mt19937_64 &rng, const std::string &text);
 /// A config changed in 1 or 2 knobs: integer knobs move to a neighbouring value or any value;
 /// a knob coupled to one that steps (SearchSpace::add_coupling) steps along half of the time.
 Config mutate(const SearchSpace &space, const Config &c, std::mt19937_64 &rng);
+/// Every valid config that differs from `c` in exactly one knob, knob by knob in space order and
+/// each knob's values in order: the incumbent's neighbourhood, which a mutation reaches only one
+/// value at a time (an integer knob mostly steps to an adjacent value).
+std::vector<Config> neighbours(const SearchSpace &space, const Config &c);
 /// A valid config not known and not in `taken`, found within `tries` random samples.
 std::optional<Config> random_new(ProposalContext &ctx, std::mt19937_64 &rng,
                                  const std::vector<std::string> &taken, int tries = 2000);

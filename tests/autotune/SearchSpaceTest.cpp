@@ -292,6 +292,36 @@ TEST(SearchSpace, RepairWalksAnInvalidConfigToAValidOneNearIt) {
     EXPECT_FALSE(none.repair(none.random(rng), rng).has_value());
 }
 
+// The incumbent's neighbourhood (what the model strategy ranks each generation): every valid
+// config one knob away, a distant value of an integer knob included, nothing that breaks a
+// constraint, the config itself excluded.
+TEST(SearchSpace, NeighboursAreEveryValidConfigOneKnobAway) {
+    SearchSpace s("n");
+    s.add_powers_of_two("tile", 1, 64); // 7 values
+    s.add_choice("where", {"inline", "root", "tile"});
+    s.add_bool("vectorize");
+    s.add_constraint("vectorize needs where != inline", [](const ConfigView &c) {
+        return !c.b("vectorize") || c.s("where") != "inline";
+    });
+    const Config start = s.from_json({{"tile", 8}, {"where", "root"}, {"vectorize", true}});
+    const std::vector<Config> n = kiln::autotune::detail::neighbours(s, start);
+    // 6 other tiles, "tile" (not "inline": vectorize needs it computed), vectorize false.
+    ASSERT_EQ(n.size(), 8u);
+    std::set<std::string> got;
+    for (const Config &c : n) {
+        EXPECT_TRUE(s.valid(c));
+        int differ = 0;
+        for (size_t k = 0; k < c.index.size(); k++)
+            differ += c.index[k] != start.index[k];
+        EXPECT_EQ(differ, 1) << s.to_json(c).dump();
+        got.insert(s.to_json(c).dump());
+    }
+    EXPECT_EQ(got.size(), n.size());
+    EXPECT_TRUE(got.count(R"({"tile":1,"vectorize":true,"where":"root"})"));
+    EXPECT_TRUE(got.count(R"({"tile":64,"vectorize":true,"where":"root"})"));
+    EXPECT_FALSE(got.count(R"({"tile":8,"vectorize":true,"where":"inline"})"));
+}
+
 // Coupled integer knobs step together in mutations (in the same direction), often enough that
 // a move of both is common where it would be rare by chance; coupling anything but two
 // different integer knobs is an error naming them.

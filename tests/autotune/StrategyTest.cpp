@@ -142,7 +142,10 @@ TEST(Strategy, ModelGuidedEvolutionFindsWhatRandomSamplingMisses) {
     // The time is a sum of one term per knob: the model learns the terms from few samples, and
     // its evolution combines parents that are good in different knobs. Means over 4 seeds of the
     // best of 100 trials: random sampling stays far from the optimum (28); the model's earlier
-    // pool of random samples and mutations of the 5 best reached 8.0, the evolution 6.25.
+    // pool of random samples and mutations of the 5 best reached 8.0, the evolution 6.25, and
+    // 8.25 since every generation also ranks the best config's one-knob neighbours (they take
+    // population slots from crossover's parents, which is what pays in this space; on softmax
+    // they are what reaches the hand schedule: docs/AUTOTUNE.md).
     double model = 0, random = 0;
     for (uint64_t seed = 1; seed <= 4; seed++) {
         model += best_in_wide_space("model", seed, 100) / 4;
@@ -150,7 +153,7 @@ TEST(Strategy, ModelGuidedEvolutionFindsWhatRandomSamplingMisses) {
     }
     std::cout << "[ wide space, best of 100 trials, mean of 4 seeds ] model " << model
               << ", random " << random << "\n";
-    EXPECT_LE(model, 7.5);
+    EXPECT_LE(model, 8.5);
     EXPECT_GE(random, 20.0) << "the space is too easy to tell the strategies apart";
 }
 
