@@ -13,6 +13,34 @@
 
 namespace kiln::autotune {
 
+TunedSchedule apply_best(const std::string &db_path, const apps::Operator &op,
+                         const std::vector<int64_t> &shape, const Target &target, int threads,
+                         apps::OperatorInstance &inst) {
+    TunedSchedule r;
+    if (!std::filesystem::exists(db_path)) {
+        r.why = "the database " + db_path + " does not exist";
+        return r;
+    }
+    tuning_db::WorkloadKey wk = workload_key(op, shape);
+    tuning_db::TargetKey tk =
+        target_key(target, threads, target.has_gpu() ? open_gpu_device(target).description : "");
+    tuning_db::Database db = tuning_db::Database::open_existing(db_path);
+    auto w = db.find_workload(wk);
+    auto t = db.find_target(tk);
+    std::optional<tuning_db::BestConfig> best;
+    if (w && t) best = db.best(*w, *t);
+    if (!best) {
+        r.why = db_path + " has no ok measurement of " + wk.to_string() + " on " + tk.to_string();
+        return r;
+    }
+    ScheduleTrace::parse(best->config.trace_json).apply({inst.output});
+    r.found = true;
+    r.config_id = best->config.id;
+    r.median_ms = best->median_ms;
+    r.measurements = best->measurements;
+    return r;
+}
+
 EmitResult emit_best(const EmitOptions &opt, std::ostream &err) {
     apps::register_builtin_operators();
     const apps::Operator &op = apps::find_operator(opt.op);
@@ -20,31 +48,14 @@ EmitResult emit_best(const EmitOptions &opt, std::ostream &err) {
     std::string name = opt.function_name.empty() ? op.name : opt.function_name;
     check_c_identifier(name, "function name");
     int threads = opt.threads > 0 ? opt.threads : default_threads();
-    tuning_db::WorkloadKey wk = workload_key(op, shape);
     Target target = tune_target(opt.target);
-    tuning_db::TargetKey tk =
-        target_key(target, threads, target.has_gpu() ? open_gpu_device(target).description : "");
 
     EmitResult result;
     apps::OperatorInstance inst = op.make(shape);
-    std::string why;
-    if (!std::filesystem::exists(opt.db_path)) {
-        why = "the database " + opt.db_path + " does not exist";
-    } else {
-        tuning_db::Database db = tuning_db::Database::open_existing(opt.db_path);
-        auto w = db.find_workload(wk);
-        auto t = db.find_target(tk);
-        std::optional<tuning_db::BestConfig> best;
-        if (w && t) best = db.best(*w, *t);
-        if (best) {
-            ScheduleTrace::parse(best->config.trace_json).apply({inst.output});
-            result.tuned = true;
-            result.tuned_ms = best->median_ms;
-        } else {
-            why = opt.db_path + " has no ok measurement of " + wk.to_string() + " on " +
-                  tk.to_string();
-        }
-    }
+    TunedSchedule best = apply_best(opt.db_path, op, shape, target, threads, inst);
+    result.tuned = best.found;
+    result.tuned_ms = best.median_ms;
+    std::string why = best.why;
     if (!result.tuned) {
         err << "warning: " << why << "; emitting the hand schedule (run `kiln tune " << op.name
             << " --shape " << apps::shape_to_string(shape)

@@ -11,7 +11,31 @@
 
 #include "codegen/AOT.h"
 
+namespace kiln::apps {
+struct Operator;
+struct OperatorInstance;
+} // namespace kiln::apps
+
 namespace kiln::autotune {
+
+/// What apply_best found: the schedule applied, or why there was none.
+struct TunedSchedule {
+    bool found = false;
+    int64_t config_id = 0;    ///< the database's config row, when found
+    double median_ms = 0;     ///< its recorded time, when found
+    int64_t measurements = 0; ///< how many ok measurements that time is the median of
+    std::string why;          ///< when not found: what is missing, e.g. "tuning.db has no ok
+                              ///< measurement of matmul 64x64x64 ... on <cpu> threads=2 ..."
+};
+
+/// Applies to `inst` (made from `op` at `shape`, not yet scheduled) the best schedule the
+/// database at `db_path` holds for that operator and shape on `target` with `threads` threads:
+/// what `kiln compile` emits and what `kiln_bench --db` runs. Leaves `inst` unscheduled and says
+/// why when the database does not exist or holds no ok measurement for that key. A GPU target's
+/// key names its device, which must then be present.
+TunedSchedule apply_best(const std::string &db_path, const apps::Operator &op,
+                         const std::vector<int64_t> &shape, const Target &target, int threads,
+                         apps::OperatorInstance &inst);
 
 struct EmitOptions {
     std::string op;

@@ -9,7 +9,11 @@
 //
 //   bench_driver --bin-dir DIR [--quick] [--only WORKLOAD [--shape S]] [--rounds N]
 //                [--threads 1,2] [--reps R] [--impls kiln,openblas,...] [--out FILE.md]
-//                [--jsonl FILE]
+//                [--jsonl FILE] [--tuned-db FILE]
+// --tuned-db FILE adds the column kiln_tuned: kiln_bench --db FILE, the best schedule the tuning
+// database holds for each row at that thread count (kiln tune ... --db FILE made it), and the
+// ratio column "kiln_tuned / best other". Rows the database has no record for show "error" with
+// the reason under the table.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +46,7 @@ struct Row {
 
 struct Impl {
     std::string name, exe;
+    std::string extra_args; // after the protocol's arguments, e.g. " --db 'tuned.db'"
     bool present = false;
     std::set<std::string> workloads; // from --list; empty with `list_ok` false means "try all"
     bool list_ok = false;
@@ -125,10 +130,31 @@ std::string fmt_ms(double ms) {
     return ms >= 100 ? fmt(ms, 0) : ms >= 10 ? fmt(ms, 1) : ms >= 1 ? fmt(ms, 2) : fmt(ms, 3);
 }
 
+bool kiln_side(const std::string &impl) {
+    return impl == "kiln" || impl == "kiln_tuned";
+}
+
+/// The ratio cells of a row: the best other time over kiln's, and over kiln_tuned's when that
+/// column is in the table.
+std::string ratio_cells(const std::map<std::string, double> &kiln_ms, double best_other,
+                        const std::string &best_other_name, bool with_tuned) {
+    std::string cells;
+    for (const char *k : {"kiln", "kiln_tuned"}) {
+        if (std::string(k) == "kiln_tuned" && !with_tuned) continue;
+        auto it = kiln_ms.find(k);
+        if (it != kiln_ms.end() && std::isfinite(it->second) && std::isfinite(best_other)) {
+            cells += " " + fmt(best_other / it->second, 2) + " (vs " + best_other_name + ") |";
+        } else {
+            cells += " – |";
+        }
+    }
+    return cells;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-    std::string bin_dir = ".", only, shape, out_md, out_jsonl;
+    std::string bin_dir = ".", only, shape, out_md, out_jsonl, tuned_db;
     bool quick = false;
     int rounds = -1, reps = -1;
     std::vector<int> threads = {1, 2};
@@ -158,6 +184,8 @@ int main(int argc, char **argv) {
             out_jsonl = need();
         else if (a == "--impls")
             impl_names = split(need(), ',');
+        else if (a == "--tuned-db")
+            tuned_db = need();
         else if (a == "--threads") {
             threads.clear();
             for (const std::string &t : split(need(), ','))
@@ -165,11 +193,20 @@ int main(int argc, char **argv) {
         } else if (a == "--help" || a == "-h") {
             std::printf("usage: bench_driver --bin-dir DIR [--quick] [--only WORKLOAD [--shape S]] "
                         "[--rounds N] [--threads 1,2] [--reps R] [--impls a,b] [--out FILE.md] "
-                        "[--jsonl FILE]\n");
+                        "[--jsonl FILE] [--tuned-db FILE]\n");
             return 0;
         } else {
             usage_error("unknown argument '" + a + "'; try --help");
         }
+    }
+    bool tuned_named =
+        std::find(impl_names.begin(), impl_names.end(), "kiln_tuned") != impl_names.end();
+    if (!tuned_db.empty() && !tuned_named) {
+        auto kiln_at = std::find(impl_names.begin(), impl_names.end(), "kiln");
+        impl_names.insert(kiln_at == impl_names.end() ? impl_names.begin() : kiln_at + 1,
+                          "kiln_tuned");
+    } else if (tuned_db.empty() && tuned_named) {
+        usage_error("kiln_tuned runs the schedules of a tuning database: give --tuned-db FILE");
     }
     if (rounds < 0) rounds = quick ? 1 : 3;
     if (reps < 0) reps = quick ? 5 : 50;
@@ -220,7 +257,8 @@ int main(int argc, char **argv) {
     for (const std::string &n : impl_names) {
         Impl im;
         im.name = n;
-        im.exe = bin_dir + "/" + (n == "kiln" ? std::string("kiln_bench") : "bench_" + n);
+        im.exe = bin_dir + "/" + (kiln_side(n) ? std::string("kiln_bench") : "bench_" + n);
+        if (n == "kiln_tuned") im.extra_args = " --db " + shell_quote(tuned_db);
         im.present = access(im.exe.c_str(), X_OK) == 0;
         if (im.present) {
             Result r = run_command(shell_quote(im.exe) + " --list");
@@ -254,7 +292,7 @@ int main(int argc, char **argv) {
                     std::string cmd = "timeout 600 " + shell_quote(im.exe) + " --workload " +
                                       row.workload + " --shape " + row.shape + " --threads " +
                                       std::to_string(t) + " --reps " + std::to_string(reps) +
-                                      " --min-time " + fmt(min_time, 2);
+                                      " --min-time " + fmt(min_time, 2) + im.extra_args;
                     Result r = run_command(cmd);
                     Cell &c = cells[{ri, t, im.name}];
                     json j;
@@ -303,21 +341,26 @@ int main(int argc, char **argv) {
     }
 
     // The table.
+    bool with_tuned = !tuned_db.empty();
+    const std::string ratio_heads =
+        with_tuned ? " kiln / best other | kiln_tuned / best other |" : " kiln / best other |";
+    const std::string ratio_rule = with_tuned ? "---:|---:|\n" : "---:|\n";
     std::ostringstream md;
     md << "| workload | shape | threads |";
     for (const Impl &im : impls)
         md << " " << im.name << " |";
-    md << " kiln / best other |\n|---|---|---|";
+    md << ratio_heads << "\n|---|---|---|";
     for (size_t i = 0; i < impls.size(); i++)
         md << "---:|";
-    md << "---:|\n";
+    md << ratio_rule;
     std::vector<std::string> footnotes;
     std::set<std::string> noted;
     bool any_failure = false; // a wrong result or a failed run: the exit status says so
     for (size_t ri = 0; ri < rows.size(); ri++) {
         for (int t : threads) {
             md << "| " << rows[ri].workload << " | " << rows[ri].shape << " | " << t << " |";
-            double kiln_ms = INFINITY, best_other = INFINITY;
+            std::map<std::string, double> kiln_ms;
+            double best_other = INFINITY;
             std::string best_other_name;
             std::set<double> works;
             for (const Impl &im : impls) {
@@ -352,8 +395,8 @@ int main(int argc, char **argv) {
                                             ": some round failed the check");
                     }
                     works.insert(c.work);
-                    if (im.name == "kiln") {
-                        kiln_ms = c.best_ms;
+                    if (kiln_side(im.name)) {
+                        kiln_ms[im.name] = c.best_ms;
                     } else if (c.best_ms < best_other) {
                         best_other = c.best_ms;
                         best_other_name = im.name;
@@ -371,11 +414,7 @@ int main(int argc, char **argv) {
                     rows[ri].workload + " " + rows[ri].shape +
                     ": implementations report different work per run; compare the ms");
             }
-            if (std::isfinite(kiln_ms) && std::isfinite(best_other)) {
-                md << " " << fmt(best_other / kiln_ms, 2) << " (vs " << best_other_name << ") |\n";
-            } else {
-                md << " – |\n";
-            }
+            md << ratio_cells(kiln_ms, best_other, best_other_name, with_tuned) << "\n";
         }
     }
     md << "\nEach cell: rate (GF/s = 10^9 flops/s; GB/s = bytes read + written per second) and the "
@@ -384,6 +423,10 @@ int main(int argc, char **argv) {
        << ". 'kiln / best other' is the best other time divided by kiln's time (above 1: kiln is "
           "faster). Every result is checked against a plain-loop reference before it is timed; "
           "**WRONG** marks a result that failed the check.\n";
+    if (with_tuned) {
+        md << "kiln_tuned: the best schedule " << tuned_db
+           << " holds for the row at that thread count (kiln_bench --db).\n";
+    }
 
     // Single-threaded runs again, by CPU time: on a machine shared with other work a process's
     // CPU time per run is much steadier than its wall time (it does not count the time the process
@@ -393,13 +436,14 @@ int main(int argc, char **argv) {
               "executable does not report it):\n\n| workload | shape |";
         for (const Impl &im : impls)
             md << " " << im.name << " |";
-        md << " kiln / best other |\n|---|---|";
+        md << ratio_heads << "\n|---|---|";
         for (size_t i = 0; i < impls.size(); i++)
             md << "---:|";
-        md << "---:|\n";
+        md << ratio_rule;
         for (size_t ri = 0; ri < rows.size(); ri++) {
             md << "| " << rows[ri].workload << " | " << rows[ri].shape << " |";
-            double kiln_ms = INFINITY, best_other = INFINITY;
+            std::map<std::string, double> kiln_ms;
+            double best_other = INFINITY;
             std::string best_other_name;
             for (const Impl &im : impls) {
                 auto it = cells.find({ri, 1, im.name});
@@ -410,18 +454,14 @@ int main(int argc, char **argv) {
                 const Cell &c = it->second;
                 md << " " << fmt_rate(c.work / (c.best_cpu_ms * 1e6)) << " " << c.unit << " ("
                    << fmt_ms(c.best_cpu_ms) << " ms) |";
-                if (im.name == "kiln") {
-                    kiln_ms = c.best_cpu_ms;
+                if (kiln_side(im.name)) {
+                    kiln_ms[im.name] = c.best_cpu_ms;
                 } else if (c.best_cpu_ms < best_other) {
                     best_other = c.best_cpu_ms;
                     best_other_name = im.name;
                 }
             }
-            if (std::isfinite(kiln_ms) && std::isfinite(best_other)) {
-                md << " " << fmt(best_other / kiln_ms, 2) << " (vs " << best_other_name << ") |\n";
-            } else {
-                md << " – |\n";
-            }
+            md << ratio_cells(kiln_ms, best_other, best_other_name, with_tuned) << "\n";
         }
     }
     if (!footnotes.empty()) {

@@ -6,6 +6,12 @@
 //              [--knobs knob=value,...]  (the operator's template at those knob values, the
 //                                          others at their hand values, instead of the hand
 //                                          schedule: a point to compare with it)
+//              [--db FILE]   (the best schedule the tuning database holds for this workload,
+//                             shape, host target and thread count, as `kiln compile` emits it;
+//                             the JSON line's impl is then "kiln_tuned"; no such record: exit 2)
+//              [--auto-config JSON | --auto-config @FILE]   (a point of the automatic search
+//                             space, its knob values as the tuning database's configs hold them:
+//                             a generated schedule to time beside the hand one; impl "kiln_auto")
 // prints one JSON line: {"impl":"kiln","workload":..,"shape":..,"threads":..,"median_ms":..,
 // "min_ms":..,"reps":..,"work":..,"unit":..,"rate":..,"checked":..,"max_rel_err":..}.
 // The output is filled with NaN (or a pattern) and checked against the operator's plain-loop
@@ -14,10 +20,15 @@
 // other libraries do not run (layernorm, harris) take their apps/ shapes.
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "apps/Operator.h"
+#include "autotune/AutoSpace.h"
+#include "autotune/Emit.h"
 #include "bench/bench_common.h"
 #include "lang/Error.h"
 #include "runtime/kiln_runtime.h"
@@ -26,7 +37,7 @@ using namespace kiln;
 
 namespace {
 
-const std::string impl = "kiln";
+std::string impl = "kiln";
 
 void poison(const BufferBase &b) {
     if (b.type().is_float()) {
@@ -62,6 +73,8 @@ int run(int argc, char **argv) {
     bool list = false, info = false;
     std::string dump; // --dump PREFIX: write PREFIX.lowered.txt, PREFIX.ll and PREFIX.s
     std::map<std::string, std::string> knobs; // --knobs knob=value,...
+    std::string db;                           // --db FILE: the tuned schedule
+    std::string auto_config;                  // --auto-config JSON or @FILE
     auto need = [&](int &i) -> std::string {
         if (i + 1 >= argc) benchref::fail(impl, std::string(argv[i]) + " needs a value");
         return argv[++i];
@@ -90,14 +103,18 @@ int run(int argc, char **argv) {
             dump = need(i);
         } else if (a == "--knobs") {
             knobs = apps::parse_knob_values(need(i));
+        } else if (a == "--db") {
+            db = need(i);
+        } else if (a == "--auto-config") {
+            auto_config = need(i);
         } else if (a == "--list") {
             list = true;
         } else if (a == "--info") {
             info = true;
         } else if (a == "--help" || a == "-h") {
             std::printf("usage: kiln_bench --workload NAME [--shape AxBxC] [--threads T] "
-                        "[--reps R] [--min-time S] [--dump PREFIX] [--knobs k=v,...] | --list | "
-                        "--info\n");
+                        "[--reps R] [--min-time S] [--dump PREFIX] [--knobs k=v,... | --db FILE | "
+                        "--auto-config JSON|@FILE] | --list | --info\n");
             return 0;
         } else {
             benchref::fail(impl, "unknown argument '" + a + "'; try --help");
@@ -120,13 +137,49 @@ int run(int argc, char **argv) {
         return 0;
     }
     if (workload.empty()) benchref::fail(impl, "--workload is required (or --list); try --help");
+    if (int(!knobs.empty()) + int(!db.empty()) + int(!auto_config.empty()) > 1)
+        benchref::fail(impl, "--knobs, --db and --auto-config each choose the schedule; give one");
+    if (!db.empty()) impl = "kiln_tuned";
+    if (!auto_config.empty()) impl = "kiln_auto";
     const apps::Operator &op = apps::find_operator(workload);
     std::vector<int64_t> shape = operator_shape(op, shape_text);
     kiln_set_num_threads(threads);
 
     apps::OperatorInstance inst = op.make(shape);
     Target target = Target::host();
-    if (knobs.empty()) {
+    std::string note;
+    if (!db.empty()) {
+        autotune::TunedSchedule tuned = autotune::apply_best(db, op, shape, target, threads, inst);
+        if (!tuned.found) {
+            benchref::fail(impl, tuned.why + "; tune it first: kiln tune " + op.name + " --shape " +
+                                     apps::shape_to_string(shape) + " --threads " +
+                                     std::to_string(threads) + " --db " + db);
+        }
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "config %lld, recorded %.4g ms (median of %lld), ",
+                      (long long)tuned.config_id, tuned.median_ms, (long long)tuned.measurements);
+        note = buf;
+    } else if (!auto_config.empty()) {
+        std::string text = auto_config;
+        if (text[0] == '@') {
+            std::ifstream f(text.substr(1));
+            if (!f) benchref::fail(impl, "--auto-config: cannot read " + text.substr(1));
+            std::stringstream ss;
+            ss << f.rdbuf();
+            text = ss.str();
+        }
+        nlohmann::json j;
+        try {
+            j = nlohmann::json::parse(text);
+        } catch (const nlohmann::json::exception &e) {
+            benchref::fail(impl, "--auto-config is not JSON (" + std::string(e.what()) +
+                                     "); give the knob values as an object, e.g. "
+                                     "'{\"tile_x\":64,...}'");
+        }
+        autotune::SearchSpace space = autotune::auto_space(op, shape, target);
+        space.apply(inst, space.from_json(j));
+        note = "automatic space config, ";
+    } else if (knobs.empty()) {
         op.hand_schedule(inst, target);
     } else {
         apps::check_knob_names(op, shape, target, knobs);
@@ -159,16 +212,19 @@ int run(int argc, char **argv) {
     bool checked = err <= op.tolerance;
     double work = op.work(shape);
     double rate = work / (t.median_ms * 1e6);
-    std::printf("{\"impl\":\"kiln\",\"workload\":\"%s\",\"shape\":\"%s\",\"threads\":%d,"
+    std::printf("{\"impl\":\"%s\",\"workload\":\"%s\",\"shape\":\"%s\",\"threads\":%d,"
                 "\"median_ms\":%.6g,\"min_ms\":%.6g,\"reps\":%d,\"work\":%.6g,\"unit\":\"%s\","
-                "\"rate\":%.6g,\"checked\":%s,\"max_rel_err\":%.6g,\"note\":\"compile %.0f ms\"}\n",
-                op.name.c_str(), protocol_shape(op, shape).c_str(), threads, t.median_ms, t.min_ms,
-                t.reps, work, op.work_unit.c_str(), rate, checked ? "true" : "false",
-                std::isfinite(err) ? err : 1e300, compiled.compile_time_ms());
+                "\"rate\":%.6g,\"checked\":%s,\"max_rel_err\":%.6g,\"cpu_ms\":%.6g,\"note\":\"%"
+                "scompile %.0f ms\"}\n",
+                impl.c_str(), op.name.c_str(), protocol_shape(op, shape).c_str(), threads,
+                t.median_ms, t.min_ms, t.reps, work, op.work_unit.c_str(), rate,
+                checked ? "true" : "false", std::isfinite(err) ? err : 1e300, t.cpu_median_ms,
+                note.c_str(), compiled.compile_time_ms());
     std::fflush(stdout);
     if (!checked) {
-        std::fprintf(stderr, "kiln_bench: %s %s: wrong result, max relative error %g > %g\n",
-                     op.name.c_str(), apps::shape_to_string(shape).c_str(), err, op.tolerance);
+        std::fprintf(stderr, "%s: %s %s: wrong result, max relative error %g > %g\n",
+                     impl == "kiln" ? "kiln_bench" : "kiln_bench --db", op.name.c_str(),
+                     apps::shape_to_string(shape).c_str(), err, op.tolerance);
         return 1;
     }
     return 0;

@@ -9,7 +9,8 @@
 #                                         # CPU schedules: a sanity figure, not a GPU measurement
 #   bash scripts/bench.sh --gpu           # CUDA schedules beside cuBLAS, cuDNN and the copy
 #                                         # bandwidth on an NVIDIA GPU (bench/gpu_cuda.cpp)
-#   extra options go to the driver: --rounds N, --threads 1,2, --reps R, --impls kiln,openblas
+#   extra options go to the driver: --rounds N, --threads 1,2, --reps R, --impls kiln,openblas,
+#   --tuned-db FILE (a kiln_tuned column: the best schedules `kiln tune ... --db FILE` recorded)
 #
 # Installs what is missing, builds a Release tree in build-bench/ with -DKILN_BUILD_BENCH=ON, runs
 # the implementations interleaved (bench/bench_driver.cpp) and prints a Markdown table, also
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/.."
 for a in "$@"; do
     case "$a" in
         -h | --help)
-            sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
     esac

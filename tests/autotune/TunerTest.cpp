@@ -24,6 +24,7 @@
 #include <sstream>
 #include <thread>
 
+#include "apps/Operator.h"
 #include "autotune/CostModel.h"
 #include "autotune/Emit.h"
 #include "autotune/Features.h"
@@ -625,6 +626,45 @@ TEST(Tuner, CompileEmitsTheBestOrTheHandScheduleWithAWarning) {
     ASSERT_EQ(tuned.files.size(), 3u);
     EXPECT_EQ(tuned.files[2], dir / "tuned/blur.h");
     EXPECT_NE(read_file(tuned.files[2]).find("int blur("), std::string::npos);
+}
+
+// apply_best (what `kiln compile` and `kiln_bench --db` run): the database's best config of the
+// workload on the target at that thread count, or the reason there is none.
+TEST(Tuner, ApplyBestAppliesTheRecordedBestOrSaysWhatIsMissing) {
+    TempDir dir;
+    std::ostringstream out, err;
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("blur");
+    const std::vector<int64_t> shape{64, 48};
+    apps::OperatorInstance none = op.make(shape);
+    TunedSchedule missing = apply_best(dir / "none.db", op, shape, Target::host(), 1, none);
+    EXPECT_FALSE(missing.found);
+    EXPECT_EQ(missing.why, "the database " + std::string(dir / "none.db") + " does not exist");
+
+    tune(quick("blur", shape, dir / "k.db"), out, err);
+    apps::OperatorInstance inst = op.make(shape);
+    TunedSchedule best = apply_best(dir / "k.db", op, shape, Target::host(), 1, inst);
+    ASSERT_TRUE(best.found) << best.why;
+    EXPECT_TRUE(best.why.empty());
+    tuning_db::Database db = tuning_db::Database::open_existing(dir / "k.db");
+    auto w = db.find_workload(workload_key(op, shape));
+    auto t = db.find_target(host_target_key(1));
+    ASSERT_TRUE(w && t);
+    std::optional<tuning_db::BestConfig> recorded = db.best(*w, *t);
+    ASSERT_TRUE(recorded);
+    EXPECT_EQ(best.config_id, recorded->config.id);
+    EXPECT_DOUBLE_EQ(best.median_ms, recorded->median_ms);
+    EXPECT_EQ(best.measurements, recorded->measurements);
+    inst.bind_inputs();
+    EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
+
+    // No record at 3 threads: the key that was looked up.
+    apps::OperatorInstance other = op.make(shape);
+    TunedSchedule at3 = apply_best(dir / "k.db", op, shape, Target::host(), 3, other);
+    EXPECT_FALSE(at3.found);
+    EXPECT_EQ(at3.why, std::string(dir / "k.db") + " has no ok measurement of " +
+                           workload_key(op, shape).to_string() + " on " +
+                           host_target_key(3).to_string());
 }
 
 TEST(Tuner, CompileEmitsTheOperatorsInputOrder) {
