@@ -143,11 +143,14 @@ struct TuneResult {
     /// the best was re-measured too (else its first, from the same period as the best's), unless
     /// it is the best, whose time is the median of all its measurements (take_best).
     std::optional<double> default_ms, hand_ms;
-    /// The best config's and the hand schedule's closing re-measurements (--remeasure > 0), taken
-    /// one after the other at the end of the run; the summary's speedup over the hand schedule
-    /// is their ratio when both exist. Unset when either was not re-measured (a stopped run, no
-    /// hand schedule, --remeasure 0, or a re-measurement that failed).
+    /// The best config's and the hand schedule's closing times (--remeasure > 0): the medians of
+    /// their re-measurements at the end of the run, taken in pairs, one after the other, until
+    /// each settles (closing_times_settled); the summary's speedup over the hand schedule is
+    /// their ratio when both exist. Unset when either was not re-measured (a stopped run, no
+    /// hand schedule, --remeasure 0, or re-measurements that failed).
     std::optional<double> closing_best_ms, closing_hand_ms;
+    /// How many closing measurements each of the two has (0 when unset).
+    int closing_best_measurements = 0, closing_hand_measurements = 0;
     double elapsed_s = 0;
     /// What the database knew of other workloads on the target when the run started (the model
     /// strategy's prior training rows, loaded by `model` and by `bandit`, which has a model arm).
@@ -162,6 +165,15 @@ struct TuneResult {
 /// the best was re-measured: its time is the best's median (over all its ok measurements), not
 /// its first measurement, so the summary does not call the hand schedule slower than itself.
 void take_best(const tuning_db::BestConfig &best, TuneResult &result);
+
+/// Whether a config's closing re-measurements agree enough to compare it with another by their
+/// median: at least two, and more than half of them within closing_tolerance of the median. One
+/// disturbed measurement among agreeing ones is outvoted; two that disagree are not settled.
+constexpr double closing_tolerance = 0.05;
+bool closing_times_settled(const std::vector<double> &ms);
+
+/// The median of `ms` (the mean of the middle two for an even count); `ms` is not empty.
+double median_of(std::vector<double> ms);
 
 /// Refuses nonsensical options before anything is opened or started: trials >= 0, time_s >= 0,
 /// threads 0 (default) or 1..4 x hardware threads, timeouts and min_time_ms positive and finite,

@@ -79,6 +79,16 @@ std::vector<std::string> tune_args(const std::string &db, int trials, int seed =
             "--quiet"};
 }
 
+/// Sets t and w to the ids of the 1-thread host target and of blur 64x48 in db; returns the
+/// default schedule's trace, for configs with made-up times.
+std::string blur_64x48_ids(tuning_db::Database &db, int64_t &t, int64_t &w) {
+    apps::register_builtin_operators();
+    const apps::Operator &op = apps::find_operator("blur");
+    t = db.target_id(host_target_key(1));
+    w = db.workload_id(workload_key(op, {64, 48}));
+    return ScheduleTrace::capture({op.make({64, 48}).output}).to_json_string();
+}
+
 /// Records an ok measurement of config c taking ms, outside any run.
 void record_time(tuning_db::Database &db, int64_t w, int64_t t, int64_t c, double ms) {
     tuning_db::MeasurementRecord m;
@@ -105,50 +115,62 @@ TEST(Tuner, FindsAnOkBestAndRecordsEveryTrial) {
     // 4 trials + 2 baselines + 1 re-measurement of the best, and one of the hand schedule
     // unless it is the best: the summary compares the two by their closing re-measurements,
     // taken under the same conditions. If a config measured once overtook the re-measured one,
-    // it was re-measured too (at most --remeasure more).
-    const bool hand_is_best = r.best_config_json == R"({"baseline":"hand"})";
+    // it was re-measured too (at most --remeasure more), and unless the hand schedule is the
+    // best, the best and the hand are measured again as a pair until both settle (at most
+    // --remeasure more pairs).
     EXPECT_GE(r.recorded, 7);
-    EXPECT_LE(r.recorded, 9);
+    EXPECT_LE(r.recorded, 11);
     Rows rows = rows_of(o.db_path, "blur", "64x48");
     EXPECT_EQ(rows.total, r.recorded);
     auto db = tuning_db::Database::open(o.db_path);
     int64_t t = db.target_id(host_target_key(1));
     int64_t w = db.workload_id(workload_key(apps::find_operator("blur"), {64, 48}));
+    std::optional<tuning_db::BestConfig> best = db.best(w, t);
+    ASSERT_TRUE(best);
+    const bool hand_is_best = best->config.config_json == R"({"baseline":"hand"})";
+    EXPECT_EQ(r.best_config_json, best->config.config_json);
     int hand_configs = 0;
     std::string hand_hash;
     for (const tuning_db::BestConfig &b : db.top_k(w, t, 100)) {
         if (b.config.config_json != R"({"baseline":"hand"})") continue;
         hand_configs++;
         hand_hash = b.config.hash;
-        EXPECT_EQ(b.measurements, 2);
-        // The best's time is its median over both; otherwise the hand's is its closing one.
+        EXPECT_GE(b.measurements, 2);
+        EXPECT_LE(b.measurements, 3);
+        // The best's time is its median over all; otherwise the hand's is its closing one.
         if (hand_is_best) {
             EXPECT_DOUBLE_EQ(*r.hand_ms, b.median_ms);
         }
     }
     EXPECT_EQ(hand_configs, 1);
-    std::vector<tuning_db::Measurement> hand_rows;
-    for (const tuning_db::Measurement &m : db.history(w, t))
-        if (m.config_hash == hand_hash) hand_rows.push_back(m);
-    ASSERT_EQ(hand_rows.size(), 2u);
+    std::vector<double> hand_closing, best_closing;
+    for (const tuning_db::Measurement &m : db.history(w, t)) {
+        if (m.config_hash == hand_hash)
+            hand_closing.push_back(m.median_ms);
+        else if (m.config_hash == best->config.hash)
+            best_closing.push_back(m.median_ms);
+    }
+    hand_closing.erase(hand_closing.begin()); // its first measurement is the baseline's
     ASSERT_TRUE(r.closing_hand_ms) << out.str();
-    EXPECT_DOUBLE_EQ(*r.closing_hand_ms, hand_rows[1].median_ms);
+    EXPECT_DOUBLE_EQ(*r.closing_hand_ms, median_of(hand_closing));
+    EXPECT_EQ(r.closing_hand_measurements, int(hand_closing.size()));
     // The configs re-measured may have lost their place to one that was not; then there is no
     // closing pair, and the summary compares the best's time with the hand's first one (both
     // from the search).
-    std::optional<tuning_db::BestConfig> best = db.best(w, t);
-    ASSERT_TRUE(best);
-    EXPECT_EQ(bool(r.closing_best_ms), best->measurements == 2) << out.str();
-    if (!hand_is_best) {
-        EXPECT_DOUBLE_EQ(*r.hand_ms, hand_rows[r.closing_best_ms ? 1 : 0].median_ms);
+    EXPECT_EQ(bool(r.closing_best_ms), best->measurements >= 2) << out.str();
+    if (!hand_is_best && r.closing_best_ms) {
+        best_closing.erase(best_closing.begin()); // its search measurement
+        EXPECT_DOUBLE_EQ(*r.closing_best_ms, median_of(best_closing));
+        EXPECT_EQ(r.closing_best_measurements, int(best_closing.size()));
+        EXPECT_DOUBLE_EQ(*r.hand_ms, *r.closing_hand_ms);
     }
-    char line[200];
+    char line[240];
     if (r.closing_best_ms) {
         std::snprintf(line, sizeof line,
                       "speedup over the hand schedule, both re-measured at the end (hand %.4g ms, "
-                      "best %.4g ms): %.2fx\n",
-                      *r.closing_hand_ms, *r.closing_best_ms,
-                      *r.closing_hand_ms / *r.closing_best_ms);
+                      "best %.4g ms, medians of %d and %d measurements): %.2fx\n",
+                      *r.closing_hand_ms, *r.closing_best_ms, r.closing_hand_measurements,
+                      r.closing_best_measurements, *r.closing_hand_ms / *r.closing_best_ms);
     } else {
         std::snprintf(line, sizeof line, "speedup over the hand schedule (%.4g ms): %.2fx\n",
                       *r.hand_ms, *r.hand_ms / *r.best_ms);
@@ -948,11 +970,7 @@ TEST(Tuner, AConfigThatOvertakesTheReMeasuredOneIsReMeasuredToo) {
         // `first` (once, the fastest) is re-measured at the end, which leaves `second` (twice,
         // both fast, so it stays the best whatever its closing time) ahead of it.
         auto db = tuning_db::Database::open(o.db_path);
-        apps::register_builtin_operators();
-        const apps::Operator &op = apps::find_operator("blur");
-        t = db.target_id(host_target_key(1));
-        w = db.workload_id(workload_key(op, {64, 48}));
-        std::string trace = ScheduleTrace::capture({op.make({64, 48}).output}).to_json_string();
+        std::string trace = blur_64x48_ids(db, t, w);
         first = db.config_id("first", R"({"lucky":1})", trace);
         second = db.config_id("second", R"({"lucky":2})", trace);
         for (auto [c, ms] :
@@ -973,6 +991,73 @@ TEST(Tuner, AConfigThatOvertakesTheReMeasuredOneIsReMeasuredToo) {
     ASSERT_TRUE(best);
     EXPECT_EQ(best->config.config_json, R"({"lucky":2})");
     EXPECT_EQ(r.best_config_json, R"({"lucky":2})");
+}
+
+// One closing measurement each does not decide between the crowned config and the hand
+// schedule: a disturbed one of the hand's made a softmax run crown a generated config 1.36x it.
+TEST(Tuner, ClosingTimesSettleWhenMostAgreeWithTheirMedian) {
+    EXPECT_FALSE(closing_times_settled({}));
+    EXPECT_FALSE(closing_times_settled({8.5}));              // one alone is not settled
+    EXPECT_FALSE(closing_times_settled({8.5, 11.2}));        // two that disagree
+    EXPECT_TRUE(closing_times_settled({8.5, 8.7}));          // within 5% of their median
+    EXPECT_TRUE(closing_times_settled({8.5, 11.2, 8.6}));    // the disturbed one outvoted
+    EXPECT_FALSE(closing_times_settled({8.5, 11.2, 6.1}));   // all three apart
+    EXPECT_FALSE(closing_times_settled({1, 1.2, 1.4, 1.6})); // half near the median: no majority
+    EXPECT_DOUBLE_EQ(median_of({8.5, 11.2, 8.6}), 8.6);
+    EXPECT_DOUBLE_EQ(median_of({4, 1, 3, 2}), 2.5);
+}
+
+// The crowned config and the hand schedule are re-measured in pairs at the end until the
+// closing times of both settle, at most --remeasure pairs; the summary's comparison is the
+// ratio of their closing medians.
+TEST(Tuner, TheBestAndTheHandScheduleAreReMeasuredInPairsUntilTheyAgree) {
+    TempDir dir;
+    std::ostringstream out, err;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.trials = 1;
+    o.remeasure = 2;
+    int64_t t = 0, w = 0, lucky = 0;
+    {
+        // A config (the default schedule's trace) measured impossibly fast four times: it stays
+        // the best whatever its (at most three) closing times are.
+        auto db = tuning_db::Database::open(o.db_path);
+        std::string trace = blur_64x48_ids(db, t, w);
+        lucky = db.config_id("lucky", R"({"lucky":1})", trace);
+        for (int i = 0; i < 4; i++)
+            record_time(db, w, t, lucky, 1e-6);
+    }
+    TuneResult r = tune(o, out, err);
+    ASSERT_TRUE(r.best_ms) << out.str() << err.str();
+    EXPECT_EQ(r.best_config_json, R"({"lucky":1})");
+    auto db = tuning_db::Database::open_existing(o.db_path);
+    std::string hand_hash;
+    for (const tuning_db::BestConfig &b : db.top_k(w, t, 100))
+        if (b.config.config_json == R"({"baseline":"hand"})") hand_hash = b.config.hash;
+    ASSERT_FALSE(hand_hash.empty()) << out.str();
+    std::vector<double> best_closing, hand_closing;
+    for (const tuning_db::Measurement &m : db.history(w, t)) {
+        if (m.status != tuning_db::Status::ok || m.run_id == 0) continue;
+        if (m.config_id == lucky) best_closing.push_back(m.median_ms);
+        if (m.config_hash == hand_hash) hand_closing.push_back(m.median_ms);
+    }
+    ASSERT_FALSE(hand_closing.empty());
+    hand_closing.erase(hand_closing.begin()); // the baseline's measurement
+    // One closing measurement each, then one or two pairs: two when the first left them apart.
+    ASSERT_EQ(best_closing.size(), hand_closing.size()) << out.str();
+    ASSERT_GE(best_closing.size(), 2u) << out.str();
+    ASSERT_LE(best_closing.size(), 3u) << out.str();
+    if (best_closing.size() == 2) {
+        EXPECT_TRUE(closing_times_settled(best_closing) && closing_times_settled(hand_closing));
+    }
+    ASSERT_TRUE(r.closing_best_ms && r.closing_hand_ms) << out.str();
+    EXPECT_DOUBLE_EQ(*r.closing_best_ms, median_of(best_closing));
+    EXPECT_DOUBLE_EQ(*r.closing_hand_ms, median_of(hand_closing));
+    EXPECT_EQ(r.closing_best_measurements, int(best_closing.size()));
+    EXPECT_EQ(r.closing_hand_measurements, int(hand_closing.size()));
+    EXPECT_NE(out.str().find("medians of " + std::to_string(hand_closing.size()) + " and " +
+                             std::to_string(best_closing.size()) + " measurements"),
+              std::string::npos)
+        << out.str();
 }
 
 TEST(Tuner, TheModelStrategysStateSavedIncrementallyIsRestoredAsItWas) {
