@@ -902,7 +902,10 @@ void Tuner::print_summary(const std::optional<tuning_db::BestConfig> &b) {
             out << buf;
         };
         speedup("default", result.default_ms);
-        if (result.closing_best_ms && result.closing_hand_ms) {
+        if (!hand_hash.empty() && b->config.hash == hand_hash) {
+            // Nothing to compare: one config, whose time is the median of all its measurements.
+            out << "speedup over the hand schedule: 1.00x (the hand schedule is the best)\n";
+        } else if (result.closing_best_ms && result.closing_hand_ms) {
             // Both timed at the end, one after the other: the fair comparison (remeasure_best).
             std::snprintf(buf, sizeof buf,
                           "speedup over the hand schedule, both re-measured at the end (hand %.4g "
