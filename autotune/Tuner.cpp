@@ -394,6 +394,8 @@ private:
     std::map<std::string, std::vector<double>> closing_ms;
     std::string hand_hash; ///< set by remeasure_best when the hand schedule applies
     std::optional<Candidate> hand_remeasure; ///< the hand schedule as a closing candidate
+    /// This invocation's ok search trials: (trial number over the run, time), in order.
+    std::vector<std::pair<int64_t, double>> search_times;
     TrainingRows prior; ///< other workloads' features on this target (the model strategy's)
     TuneResult result;
 };
@@ -425,6 +427,9 @@ void Tuner::record(const Candidate &c, Status status, const std::vector<double> 
     if (c.kind == Candidate::Kind::remeasure && ok) closing_ms[c.hash].push_back(median);
     if (c.kind == Candidate::Kind::search) {
         result.trials++;
+        if (ok && (!result.best_search_ms || median < *result.best_search_ms))
+            result.best_search_ms = median;
+        if (ok) search_times.emplace_back(trials_before + result.trials, median);
         if (c.config) strategy->observe(ctx, *c.config, Outcome{status, median});
         // The cost model's training data across runs: the features of each ok config.
         if (ok && c.config) {
@@ -903,6 +908,24 @@ void Tuner::print_summary(const std::optional<tuning_db::BestConfig> &b) {
             out << buf;
         };
         speedup("default", result.default_ms);
+        if (result.best_search_ms && result.hand_first_ms) {
+            // How far the search got on its own, by first measurements, as the search saw them.
+            if (result.trials_to_hand) {
+                std::snprintf(buf, sizeof buf,
+                              "the search reached the hand schedule's first time (%.4g ms) at "
+                              "trial %lld; its best first time %.4g ms (%.2fx)\n",
+                              *result.hand_first_ms, (long long)*result.trials_to_hand,
+                              *result.best_search_ms,
+                              *result.hand_first_ms / *result.best_search_ms);
+            } else {
+                std::snprintf(buf, sizeof buf,
+                              "the search did not reach the hand schedule's first time (%.4g ms); "
+                              "its best first time %.4g ms (%.2fx)\n",
+                              *result.hand_first_ms, *result.best_search_ms,
+                              *result.hand_first_ms / *result.best_search_ms);
+            }
+            out << buf;
+        }
         if (!hand_hash.empty() && b->config.hash == hand_hash) {
             // Nothing to compare: one config, whose time is the median of all its measurements.
             out << "speedup over the hand schedule: 1.00x (the hand schedule is the best)\n";
@@ -951,6 +974,15 @@ TuneResult Tuner::run() {
     if (opt.baselines) baselines();
     drive(true);
 
+    // Against the hand schedule's first time: the closing round below may replace hand_ms.
+    result.hand_first_ms = result.hand_ms;
+    if (result.hand_ms) {
+        for (const auto &[trial, ms] : search_times) {
+            if (ms > *result.hand_ms) continue;
+            result.trials_to_hand = trial;
+            break;
+        }
+    }
     if (!stopping() && opt.remeasure > 0) remeasure_best();
     progress(true);
     pool->stop();

@@ -137,6 +137,13 @@ struct TuneResult {
     /// or (CPU targets) a check of the lowered code fails at this shape before any loop runs.
     int64_t rejected = 0;
     std::map<std::string, int64_t> per_status;
+    /// This invocation's search against the hand schedule's first time (its baseline
+    /// measurement, from this run or an earlier one): the fastest search config's first time,
+    /// and the trial (counted over the run, resumes included) whose config first measured at or
+    /// under the hand's time (hand_first_ms); unset when no search config did, or there is no
+    /// hand time.
+    std::optional<double> best_search_ms, hand_first_ms;
+    std::optional<int64_t> trials_to_hand;
     std::optional<double> best_ms;
     std::string best_config_json, best_trace_json, best_cpp;
     /// The baselines' times. A re-measured hand schedule's is its closing re-measurement when

@@ -996,6 +996,56 @@ TEST(Tuner, AConfigThatOvertakesTheReMeasuredOneIsReMeasuredToo) {
     EXPECT_EQ(r.best_config_json, R"({"lucky":2})");
 }
 
+// The summary says how far the search got against the hand schedule's first time: the trial
+// whose config first measured at or under it, or that none did, with the search's best.
+TEST(Tuner, TheSummarySaysAtWhichTrialTheSearchReachedTheHandSchedule) {
+    TempDir dir;
+    std::ostringstream out, err;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.trials = 8;
+    TuneResult r = tune(o, out, err);
+    ASSERT_TRUE(r.hand_first_ms && r.best_search_ms) << out.str() << err.str();
+    auto db = tuning_db::Database::open_existing(o.db_path);
+    apps::register_builtin_operators();
+    int64_t t = db.target_id(host_target_key(1));
+    int64_t w = db.workload_id(workload_key(apps::find_operator("blur"), {64, 48}));
+    // Without retries or a closing round, the run's rows are the two baselines and the trials,
+    // in order.
+    std::vector<tuning_db::Measurement> trials;
+    std::optional<double> hand;
+    for (const tuning_db::Measurement &m : db.history(w, t, r.run_id)) {
+        auto c = db.find_config(m.config_hash);
+        ASSERT_TRUE(c);
+        if (c->config_json == R"({"baseline":"hand"})") hand = m.median_ms;
+        if (c->config_json.find("baseline") == std::string::npos) trials.push_back(m);
+    }
+    ASSERT_EQ(int64_t(trials.size()), r.trials);
+    ASSERT_TRUE(hand);
+    EXPECT_DOUBLE_EQ(*r.hand_first_ms, *hand);
+    std::optional<int64_t> reached;
+    double best = 1e300;
+    for (size_t i = 0; i < trials.size(); i++) {
+        if (trials[i].status != tuning_db::Status::ok) continue;
+        best = std::min(best, trials[i].median_ms);
+        if (!reached && trials[i].median_ms <= *hand) reached = int64_t(i) + 1;
+    }
+    EXPECT_DOUBLE_EQ(*r.best_search_ms, best);
+    EXPECT_EQ(r.trials_to_hand, reached);
+    char line[240];
+    if (reached) {
+        std::snprintf(line, sizeof line,
+                      "the search reached the hand schedule's first time (%.4g ms) at trial %lld; "
+                      "its best first time %.4g ms (%.2fx)\n",
+                      *hand, (long long)*reached, best, *hand / best);
+    } else {
+        std::snprintf(line, sizeof line,
+                      "the search did not reach the hand schedule's first time (%.4g ms); its "
+                      "best first time %.4g ms (%.2fx)\n",
+                      *hand, best, *hand / best);
+    }
+    EXPECT_NE(out.str().find(line), std::string::npos) << out.str();
+}
+
 // One closing measurement each does not decide between the crowned config and the hand
 // schedule: a disturbed one of the hand's made a softmax run crown a generated config 1.36x it.
 TEST(Tuner, ClosingTimesSettleWhenMostAgreeWithTheirMedian) {
