@@ -12,6 +12,8 @@ namespace kiln::apps {
 
 Operator matmul_operator();
 Operator conv2d_operator();
+Operator conv2d_packed_operator();
+Operator conv2d_pack_operator();
 Operator blur_operator();
 Operator blur_u16_operator();
 Operator softmax_operator();

@@ -27,19 +27,36 @@ int channel_block(int CI) {
     return b;
 }
 
-OperatorInstance make_conv2d(const std::vector<int64_t> &shape) {
-    int CI = shape_extent("conv2d", "C_in", shape[0]);
-    int CO = shape_extent("conv2d", "C_out", shape[1]);
-    int H = shape_extent("conv2d", "H", shape[2]);
-    int W = shape_extent("conv2d", "W", shape[3]);
+// conv2d_packed's weights: wp(co, c, kx, ky, cb) = w(kx, ky, cb B + c, co), the layout the
+// kernel reads (output channel innermost, input channels in blocks of B), extents C_out, B, 3,
+// 3, C_in / B. conv2d_pack makes it from OIHW weights; a caller whose weights are constant packs
+// them once and runs conv2d_packed on them for every input, as oneDNN's users reorder their
+// weights into the primitive's layout once.
+std::vector<int> packed_weight_extents(int CI, int CO) {
+    const int B = channel_block(CI);
+    return {CO, B, 3, 3, CI / B};
+}
+
+OperatorInstance make_conv2d(const std::vector<int64_t> &shape, bool packed_weights) {
+    const std::string name = packed_weights ? "conv2d_packed" : "conv2d";
+    int CI = shape_extent(name, "C_in", shape[0]);
+    int CO = shape_extent(name, "C_out", shape[1]);
+    int H = shape_extent(name, "H", shape[2]);
+    int W = shape_extent(name, "W", shape[3]);
     OperatorInstance inst;
     inst.shape = shape;
-    ImageParam in(Float(32), 3, "in"), w(Float(32), 4, "w");
+    ImageParam in(Float(32), 3, "in");
+    ImageParam w(Float(32), packed_weights ? 5 : 4, packed_weights ? "wp" : "w");
     Var x("x"), y("y"), c("c"), co("co"), kx("kx"), ky("ky"), ci("ci"), cb("cb");
-    Func padded("padded"), w_packed("w_packed"), conv("conv"), out("conv2d");
+    Func padded("padded"), w_packed("w_packed"), conv("conv"), out(name);
     const int B = channel_block(CI), CB = CI / B;
     padded(c, x, y, cb) = constant_exterior(in, 0.f)(x, y, cb * B + c);
-    w_packed(co, ci, kx, ky, cb) = w(kx, ky, cb * B + ci, co);
+    // With packed weights the kernel reads the input itself; w_packed stays a name for it.
+    if (packed_weights) {
+        w_packed(co, ci, kx, ky, cb) = w(co, ci, kx, ky, cb);
+    } else {
+        w_packed(co, ci, kx, ky, cb) = w(kx, ky, cb * B + ci, co);
+    }
     RDom r({{0, B}, {0, 3}, {0, 3}, {0, CB}}, "r");
     r.where(y + r.z - 1 >= 0 && y + r.z - 1 < H);
     conv(x, y, co) = 0.f;
@@ -47,8 +64,10 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape) {
                          padded(r.x, x + r.y - 1, y + r.z - 1, r.w), conv(x, y, co));
     out(x, y, co) = conv(x, y, co);
     inst.inputs = {in, w};
-    inst.input_data = {random_buffer(Float(32), {W, H, CI}, "in", 41, -1, 1),
-                       random_buffer(Float(32), {3, 3, CI, CO}, "w", 42, -1, 1)};
+    inst.input_data = {
+        random_buffer(Float(32), {W, H, CI}, "in", 41, -1, 1),
+        packed_weights ? random_buffer(Float(32), packed_weight_extents(CI, CO), "wp", 42, -1, 1)
+                       : random_buffer(Float(32), {3, 3, CI, CO}, "w", 42, -1, 1)};
     inst.output = out;
     inst.output_extents = {W, H, CO};
     inst.stages = {padded, w_packed, conv};
@@ -183,16 +202,21 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     // from L2). The repacking is a transpose (co moves innermost), each vector of lanes output
     // channels gathered from as many rows of w, which it walks in order: their lines stay in L1
     // until all their values are used.
+    // conv2d_packed takes them packed (its wp input, 5-D): w_packed is then inlined, a name.
+    const bool packed_weights = inst.inputs[1].dimensions() == 5;
     Var ci("ci"), kx("kx"), ky("ky"), wco("wco"), wci("wci");
-    w_packed.compute_at(out, coo)
-        .split(co, wco, wci, lanes)
-        .reorder(wci, kx, ky, ci, cb, wco)
-        .vectorize(wci);
-    // With tasks of rows, the block's repacking sits between two parallel loops: its vectors of
-    // output channels run in parallel too (256 -> 256 channels, 14 x 14, 2 threads: 1.79 -> 1.52
-    // ms). Tasks of blocks of channels are faster still where there are enough blocks (1.44 ->
-    // 1.27 ms there, 1.25 -> 1.19 ms at 64 -> 64 channels, 56 x 56; interleaved).
-    if (parallel && !over_blocks) w_packed.parallel(wco);
+    if (!packed_weights) {
+        w_packed.compute_at(out, coo)
+            .split(co, wco, wci, lanes)
+            .reorder(wci, kx, ky, ci, cb, wco)
+            .vectorize(wci);
+        // With tasks of rows, the block's repacking sits between two parallel loops: its
+        // vectors of output channels run in parallel too (256 -> 256 channels, 14 x 14, 2
+        // threads: 1.79 -> 1.52 ms). Tasks of blocks of channels are faster still where there
+        // are enough blocks (1.44 -> 1.27 ms there, 1.25 -> 1.19 ms at 64 -> 64 channels, 56 x
+        // 56; interleaved).
+        if (parallel && !over_blocks) w_packed.parallel(wco);
+    }
     conv.compute_at(out, conv_at == "xo" ? xo : y)
         .reorder_storage(co, x, y)
         .reorder(co, x, y)
@@ -210,12 +234,31 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     if (unroll_kx) up.unroll(VarOrRVar("r.y", true));
 }
 
+// The index of w[co][ci][ky][kx] (OIHW) in conv2d_packed's layout, wp[cb][ky][kx][c][co] with
+// ci = cb B + c.
+size_t packed_weight_index(int CI, int CO, int co, int ci, int ky, int kx) {
+    const int B = channel_block(CI);
+    return (((size_t(ci / B) * 3 + ky) * 3 + kx) * B + ci % B) * CO + co;
+}
+
 BufferBase reference_conv2d(const OperatorInstance &inst) {
     int CI = int(inst.shape[0]), CO = int(inst.shape[1]), H = int(inst.shape[2]),
         W = int(inst.shape[3]);
     const float *in = reinterpret_cast<const float *>(inst.input_data[0].raw_data());
-    const float *w = reinterpret_cast<const float *>(inst.input_data[1].raw_data());
-    BufferBase out(Float(32), {W, H, CO}, "conv2d");
+    const float *wdata = reinterpret_cast<const float *>(inst.input_data[1].raw_data());
+    // Packed weights are read back in OIHW order.
+    std::vector<float> unpacked;
+    if (inst.input_data[1].dimensions() == 5) {
+        unpacked.resize(size_t(CO) * CI * 9);
+        for (int co = 0; co < CO; co++)
+            for (int ci = 0; ci < CI; ci++)
+                for (int k = 0; k < 9; k++)
+                    unpacked[(size_t(co) * CI + ci) * 9 + k] =
+                        wdata[packed_weight_index(CI, CO, co, ci, k / 3, k % 3)];
+        wdata = unpacked.data();
+    }
+    const float *w = wdata;
+    BufferBase out(Float(32), {W, H, CO}, inst.output.name());
     float *o = reinterpret_cast<float *>(out.raw_data());
     for (int co = 0; co < CO; co++) {
         for (int y = 0; y < H; y++) {
@@ -238,6 +281,62 @@ BufferBase reference_conv2d(const OperatorInstance &inst) {
     return out;
 }
 
+// conv2d_pack: OIHW weights w(kx, ky, ci, co) into conv2d_packed's layout wp(co, c, kx, ky, cb).
+OperatorInstance make_conv2d_pack(const std::vector<int64_t> &shape) {
+    int CI = shape_extent("conv2d_pack", "C_in", shape[0]);
+    int CO = shape_extent("conv2d_pack", "C_out", shape[1]);
+    OperatorInstance inst;
+    inst.shape = shape;
+    ImageParam w(Float(32), 4, "w");
+    Var co("co"), c("c"), kx("kx"), ky("ky"), cb("cb");
+    Func wp("conv2d_pack");
+    const int B = channel_block(CI);
+    wp(co, c, kx, ky, cb) = w(kx, ky, cb * B + c, co);
+    inst.inputs = {w};
+    inst.input_data = {random_buffer(Float(32), {3, 3, CI, CO}, "w", 42, -1, 1)};
+    inst.output = wp;
+    inst.output_extents = packed_weight_extents(CI, CO);
+    return inst;
+}
+
+// A transpose done once per set of weights: each vector of output channels gathered from as many
+// rows of w (CPU); on a GPU a thread per output channel does the 9 taps, a block per (c, cb).
+void schedule_conv2d_pack(OperatorInstance &inst, GeneratorContext &ctx) {
+    const Target &target = ctx.target();
+    const int64_t CO = inst.shape[1];
+    Func wp = inst.output;
+    Var co("co"), c("c"), kx("kx"), ky("ky"), cb("cb"), coo("coo"), coi("coi");
+    if (target.has_gpu()) {
+        const int64_t t =
+            halved_to_fit(std::min<int64_t>(128, ctx.gpu_max_threads_per_block()), CO);
+        wp.split(co, coo, coi, t)
+            .reorder(kx, ky, coi, coo, c, cb)
+            .gpu_blocks(coo, c, cb)
+            .gpu_threads(coi);
+        return;
+    }
+    const int vec = std::max(1, target.vector_bits / 32);
+    if (CO >= vec) wp.vectorize(co, vec);
+    wp.parallel(cb);
+}
+
+BufferBase reference_conv2d_pack(const OperatorInstance &inst) {
+    const int CI = int(inst.shape[0]), CO = int(inst.shape[1]);
+    const float *w = reinterpret_cast<const float *>(inst.input_data[0].raw_data());
+    BufferBase out(Float(32), packed_weight_extents(CI, CO), "conv2d_pack");
+    float *o = reinterpret_cast<float *>(out.raw_data());
+    for (int co = 0; co < CO; co++)
+        for (int ci = 0; ci < CI; ci++)
+            for (int k = 0; k < 9; k++)
+                o[packed_weight_index(CI, CO, co, ci, k / 3, k % 3)] =
+                    w[(size_t(co) * CI + ci) * 9 + k];
+    return out;
+}
+
+double conv2d_work(const std::vector<int64_t> &s) {
+    return 2.0 * 9.0 * double(s[0]) * double(s[1]) * double(s[2]) * double(s[3]);
+}
+
 } // namespace
 
 Operator conv2d_operator() {
@@ -246,17 +345,39 @@ Operator conv2d_operator() {
     op.description = "3x3 convolution, stride 1, zero padding 1, batch 1, NCHW float32";
     op.shape_names = {"C_in", "C_out", "H", "W"};
     op.default_shape = {64, 64, 56, 56};
-    op.make = make_conv2d;
+    op.make = [](const std::vector<int64_t> &shape) { return make_conv2d(shape, false); };
     op.reference = reference_conv2d;
-    op.work = [](const std::vector<int64_t> &s) {
-        return 2.0 * 9.0 * double(s[0]) * double(s[1]) * double(s[2]) * double(s[3]);
-    };
+    op.work = conv2d_work;
     op.work_unit = "GF/s";
     // A float sum of 9 * C_in products of values in [-1, 1] against a double reference: the
     // rounding error grows like eps * sqrt(9 C_in) * |partial sums|, ~1e-5 at C_in = 64 and
     // ~1e-4 at C_in = 512; 1e-3 keeps margin while a missed tap or channel is off by O(0.1).
     op.tolerance = 1e-3;
     define_by_generator(op, schedule_conv2d);
+    return op;
+}
+
+Operator conv2d_packed_operator() {
+    Operator op = conv2d_operator();
+    op.name = "conv2d_packed";
+    op.description = "conv2d on weights packed once by conv2d_pack (wp[C_in/B][3][3][B][C_out])";
+    op.make = [](const std::vector<int64_t> &shape) { return make_conv2d(shape, true); };
+    define_by_generator(op, schedule_conv2d);
+    return op;
+}
+
+Operator conv2d_pack_operator() {
+    Operator op;
+    op.name = "conv2d_pack";
+    op.description = "conv2d's OIHW weights repacked for conv2d_packed, once per set of weights";
+    op.shape_names = {"C_in", "C_out"};
+    op.default_shape = {64, 64};
+    op.make = make_conv2d_pack;
+    op.reference = reference_conv2d_pack;
+    op.work = [](const std::vector<int64_t> &s) { return 2.0 * 4.0 * 9.0 * double(s[0] * s[1]); };
+    op.work_unit = "GB/s";
+    op.tolerance = 0; // a copy
+    define_by_generator(op, schedule_conv2d_pack);
     return op;
 }
 

@@ -45,7 +45,8 @@ bool builtins_registered = false;
 void register_builtins_locked() {
     if (builtins_registered) return;
     builtins_registered = true;
-    for (Operator op : {matmul_operator(), conv2d_operator(), blur_operator(), blur_u16_operator(),
+    for (Operator op : {matmul_operator(), conv2d_operator(), conv2d_packed_operator(),
+                        conv2d_pack_operator(), blur_operator(), blur_u16_operator(),
                         softmax_operator(), layernorm_operator(), harris_operator()}) {
         register_locked(std::move(op));
     }

@@ -42,18 +42,51 @@ TEST_P(OperatorSchedules, DefaultScheduleMatchesTheReference) {
 
 // conv2d 20x64x6x14: input channels in blocks with a tail, two or more blocks of output channels
 // (tasks of blocks), 14-pixel rows (two tiles of 7). 1 and 2 rows: every row skips kernel rows
-// in the padding (RDom::where), one row both of them.
+// in the padding (RDom::where), one row both of them. conv2d_packed (its weights in the packed
+// layout) at the same shapes, and conv2d_pack that makes them.
 INSTANTIATE_TEST_SUITE_P(
     Apps, OperatorSchedules,
     testing::Values(Case{"matmul", {64, 96, 40}}, Case{"matmul", {37, 53, 29}},
                     Case{"matmul", {5, 3, 7}}, Case{"conv2d", {4, 32, 8, 16}},
                     Case{"conv2d", {3, 19, 7, 11}}, Case{"conv2d", {20, 64, 6, 14}},
                     Case{"conv2d", {5, 16, 1, 9}}, Case{"conv2d", {3, 8, 2, 5}},
+                    Case{"conv2d_packed", {20, 64, 6, 14}}, Case{"conv2d_packed", {3, 19, 7, 11}},
+                    Case{"conv2d_pack", {20, 64}}, Case{"conv2d_pack", {3, 19}},
                     Case{"blur", {64, 40}}, Case{"blur", {37, 23}}, Case{"blur_u16", {80, 40}},
                     Case{"blur_u16", {37, 23}}, Case{"softmax", {8, 200}}, Case{"softmax", {7, 37}},
                     Case{"layernorm", {8, 200}}, Case{"layernorm", {7, 37}},
                     Case{"harris", {64, 40}}, Case{"harris", {37, 23}}),
     case_name);
+
+// A caller with constant weights: conv2d_pack's kernel packs the OIHW weights once, and
+// conv2d_packed's kernel on them computes what conv2d's computes on the OIHW weights, to the
+// last bit (the same sums in the same order), at a shape whose 20 input channels are five blocks
+// of 4 and whose 40 output channels end in a partial tile (32 + 8).
+TEST(Operators, Conv2dOnPackedWeightsComputesWhatConv2dComputes) {
+    const std::vector<int64_t> shape = {20, 40, 6, 15};
+    const Operator &pack = find_operator("conv2d_pack");
+    OperatorInstance p = pack.make({shape[0], shape[1]});
+    pack.hand_schedule(p, Target::host());
+    BufferBase packed = p.realize();
+    EXPECT_EQ(max_relative_error(packed, pack.reference(p)), 0.0);
+
+    const Operator &conv = find_operator("conv2d");
+    OperatorInstance plain = conv.make(shape);
+    plain.input_data[1] = p.input_data[0]; // the same OIHW weights
+    conv.hand_schedule(plain, Target::host());
+    const Operator &on_packed = find_operator("conv2d_packed");
+    OperatorInstance inst = on_packed.make(shape);
+    ASSERT_EQ(inst.input_data[1].dimensions(), 5);
+    inst.input_data[1] = packed;
+    on_packed.hand_schedule(inst, Target::host());
+    EXPECT_EQ(max_relative_error(inst.realize(), plain.realize()), 0.0);
+    // The packed layout: w[co][ci][ky][kx] at wp(co, ci % B, kx, ky, ci / B), B = 4 here.
+    Buffer<float> w(p.input_data[0]), wp(packed);
+    EXPECT_EQ(wp.dim(0).extent, 40);
+    EXPECT_EQ(wp.dim(1).extent, 4);
+    EXPECT_EQ(wp.dim(4).extent, 5);
+    EXPECT_EQ(wp(33, 3, 2, 1, 4), w(2, 1, 19, 33));
+}
 
 // check_knob_names (the benchmarks' --knobs): a knob the template declares passes, a misspelt
 // one is refused with the operator, the knob and the knobs there are.
@@ -123,8 +156,9 @@ TEST(Operators, ListingsHideTestOnlyOperators) {
         names.push_back(op->name);
     for (const Operator *op : all_operators(true))
         all_names.push_back(op->name);
-    EXPECT_EQ(names, (std::vector<std::string>{"blur", "blur_u16", "conv2d", "harris", "layernorm",
-                                               "matmul", "softmax"}));
+    EXPECT_EQ(names, (std::vector<std::string>{"blur", "blur_u16", "conv2d", "conv2d_pack",
+                                               "conv2d_packed", "harris", "layernorm", "matmul",
+                                               "softmax"}));
     EXPECT_EQ(all_names.size(), names.size() + 3);
     EXPECT_TRUE(std::is_sorted(all_names.begin(), all_names.end()));
     for (const Operator *op : all_operators(true)) {
@@ -171,8 +205,21 @@ std::string error_of(F &&f) {
 
 TEST(OperatorErrors, UnknownOperatorListsTheKnownOnes) {
     EXPECT_EQ(error_of([] { find_operator("matmull"); }),
-              "unknown operator 'matmull'; known operators: blur, blur_u16, conv2d, harris, "
+              "unknown operator 'matmull'; known operators: blur, blur_u16, conv2d, conv2d_pack, "
+              "conv2d_packed, harris, "
               "layernorm, matmul, softmax");
+}
+
+// OIHW weights given to conv2d_packed (a caller who forgot conv2d_pack) are a runtime error
+// naming the input and its dimensions, not a read past the buffer.
+TEST(OperatorErrors, Conv2dPackedRefusesUnpackedWeights) {
+    const Operator &op = find_operator("conv2d_packed");
+    OperatorInstance inst = op.make({16, 32, 4, 4});
+    op.hand_schedule(inst, Target::host());
+    inst.input_data[1] = find_operator("conv2d").make({16, 32, 4, 4}).input_data[1];
+    EXPECT_EQ(error_of([&] { inst.realize(); }),
+              "cannot bind buffer 'w' with 4 dimensions to ImageParam 'wp', which has 5; bind a "
+              "buffer with 5 dimensions");
 }
 
 TEST(OperatorErrors, RegisteringANameTwiceIsAnError) {
