@@ -13,7 +13,9 @@
 // --tuned-db FILE adds the column kiln_tuned: kiln_bench --db FILE, the best schedule the tuning
 // database holds for each row at that thread count (kiln tune ... --db FILE made it), and the
 // ratio column "kiln_tuned / best other". Rows the database has no record for show "error" with
-// the reason under the table.
+// the reason under the table. The column kiln_packed (conv2d rows only, n/a elsewhere) is
+// kiln_bench --packed-weights: conv2d_packed on weights packed once, untimed, as the oneDNN
+// columns reorder theirs once. Every kiln-side column has its own ratio column.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,16 +133,16 @@ std::string fmt_ms(double ms) {
 }
 
 bool kiln_side(const std::string &impl) {
-    return impl == "kiln" || impl == "kiln_tuned";
+    return impl == "kiln" || impl == "kiln_tuned" || impl == "kiln_packed";
 }
 
-/// The ratio cells of a row: the best other time over kiln's, and over kiln_tuned's when that
-/// column is in the table.
+/// The ratio cells of a row: the best other time over the time of each kiln-side column
+/// (`kiln_cols`, in the table's order).
 std::string ratio_cells(const std::map<std::string, double> &kiln_ms, double best_other,
-                        const std::string &best_other_name, bool with_tuned) {
+                        const std::string &best_other_name,
+                        const std::vector<std::string> &kiln_cols) {
     std::string cells;
-    for (const char *k : {"kiln", "kiln_tuned"}) {
-        if (std::string(k) == "kiln_tuned" && !with_tuned) continue;
+    for (const std::string &k : kiln_cols) {
         auto it = kiln_ms.find(k);
         if (it != kiln_ms.end() && std::isfinite(it->second) && std::isfinite(best_other)) {
             cells += " " + fmt(best_other / it->second, 2) + " (vs " + best_other_name + ") |";
@@ -158,8 +160,8 @@ int main(int argc, char **argv) {
     bool quick = false;
     int rounds = -1, reps = -1;
     std::vector<int> threads = {1, 2};
-    std::vector<std::string> impl_names = {"kiln",        "openblas", "onednn",
-                                           "onednn_nchw", "halide",   "loops"};
+    std::vector<std::string> impl_names = {"kiln",        "kiln_packed", "openblas", "onednn",
+                                           "onednn_nchw", "halide",      "loops"};
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         auto need = [&]() -> std::string {
@@ -259,9 +261,10 @@ int main(int argc, char **argv) {
         im.name = n;
         im.exe = bin_dir + "/" + (kiln_side(n) ? std::string("kiln_bench") : "bench_" + n);
         if (n == "kiln_tuned") im.extra_args = " --db " + shell_quote(tuned_db);
+        if (n == "kiln_packed") im.extra_args = " --packed-weights";
         im.present = access(im.exe.c_str(), X_OK) == 0;
         if (im.present) {
-            Result r = run_command(shell_quote(im.exe) + " --list");
+            Result r = run_command(shell_quote(im.exe) + " --list" + im.extra_args);
             if (r.rc == 0) {
                 im.list_ok = true;
                 for (const std::string &line : split(r.out, '\n')) {
@@ -342,9 +345,15 @@ int main(int argc, char **argv) {
 
     // The table.
     bool with_tuned = !tuned_db.empty();
-    const std::string ratio_heads =
-        with_tuned ? " kiln / best other | kiln_tuned / best other |" : " kiln / best other |";
-    const std::string ratio_rule = with_tuned ? "---:|---:|\n" : "---:|\n";
+    std::vector<std::string> kiln_cols;
+    std::string ratio_heads, ratio_rule;
+    for (const Impl &im : impls) {
+        if (!kiln_side(im.name)) continue;
+        kiln_cols.push_back(im.name);
+        ratio_heads += " " + im.name + " / best other |";
+        ratio_rule += "---:|";
+    }
+    ratio_rule += "\n";
     std::ostringstream md;
     md << "| workload | shape | threads |";
     for (const Impl &im : impls)
@@ -414,7 +423,7 @@ int main(int argc, char **argv) {
                     rows[ri].workload + " " + rows[ri].shape +
                     ": implementations report different work per run; compare the ms");
             }
-            md << ratio_cells(kiln_ms, best_other, best_other_name, with_tuned) << "\n";
+            md << ratio_cells(kiln_ms, best_other, best_other_name, kiln_cols) << "\n";
         }
     }
     md << "\nEach cell: rate (GF/s = 10^9 flops/s; GB/s = bytes read + written per second) and the "
@@ -423,6 +432,12 @@ int main(int argc, char **argv) {
        << ". 'kiln / best other' is the best other time divided by kiln's time (above 1: kiln is "
           "faster). Every result is checked against a plain-loop reference before it is timed; "
           "**WRONG** marks a result that failed the check.\n";
+    if (std::find(kiln_cols.begin(), kiln_cols.end(), "kiln_packed") != kiln_cols.end()) {
+        md << "kiln_packed: conv2d_packed on weights packed once, untimed, by the conv2d_pack "
+              "kernel (kiln_bench --packed-weights), as the oneDNN columns reorder their weights "
+              "once; the input and output stay NCHW and their conversions are timed, as in "
+              "onednn_nchw.\n";
+    }
     if (with_tuned) {
         md << "kiln_tuned: the best schedule " << tuned_db
            << " holds for the row at that thread count (kiln_bench --db).\n";
@@ -461,7 +476,7 @@ int main(int argc, char **argv) {
                     best_other_name = im.name;
                 }
             }
-            md << ratio_cells(kiln_ms, best_other, best_other_name, with_tuned) << "\n";
+            md << ratio_cells(kiln_ms, best_other, best_other_name, kiln_cols) << "\n";
         }
     }
     if (!footnotes.empty()) {

@@ -12,6 +12,10 @@
 //              [--auto-config JSON | --auto-config @FILE]   (a point of the automatic search
 //                             space, its knob values as the tuning database's configs hold them:
 //                             a generated schedule to time beside the hand one; impl "kiln_auto")
+//              [--packed-weights]   (conv2d only: the conv2d_packed operator on weights packed
+//                             once, untimed, by the conv2d_pack kernel, as a caller with constant
+//                             weights runs it and as the oneDNN columns reorder theirs; impl
+//                             "kiln_packed"; with --list, lists conv2d only)
 // prints one JSON line: {"impl":"kiln","workload":..,"shape":..,"threads":..,"median_ms":..,
 // "min_ms":..,"reps":..,"work":..,"unit":..,"rate":..,"checked":..,"max_rel_err":..}.
 // The output is filled with NaN (or a pattern) and checked against the operator's plain-loop
@@ -52,7 +56,7 @@ void poison(const BufferBase &b) {
 
 /// The protocol's shape for a workload as the operator's shape.
 std::vector<int64_t> operator_shape(const apps::Operator &op, const std::string &text) {
-    if (op.name == "conv2d" && !text.empty()) {
+    if ((op.name == "conv2d" || op.name == "conv2d_packed") && !text.empty()) {
         const benchref::WorkloadInfo *w = benchref::find_workload("conv2d");
         std::vector<int64_t> s = benchref::parse_shape(impl, *w, text); // N x C x H x W x K
         return {s[1], s[4], s[2], s[3]};
@@ -62,7 +66,8 @@ std::vector<int64_t> operator_shape(const apps::Operator &op, const std::string 
 
 /// The operator's shape written as the protocol writes it.
 std::string protocol_shape(const apps::Operator &op, const std::vector<int64_t> &s) {
-    if (op.name == "conv2d") return benchref::shape_to_string({1, s[0], s[2], s[3], s[1]});
+    if (op.name == "conv2d" || op.name == "conv2d_packed")
+        return benchref::shape_to_string({1, s[0], s[2], s[3], s[1]});
     return apps::shape_to_string(s);
 }
 
@@ -70,7 +75,7 @@ int run(int argc, char **argv) {
     std::string workload, shape_text;
     int threads = 1, reps = 50;
     double min_time_s = 0.5;
-    bool list = false, info = false;
+    bool list = false, info = false, packed_weights = false;
     std::string dump; // --dump PREFIX: write PREFIX.lowered.txt, PREFIX.ll and PREFIX.s
     std::map<std::string, std::string> knobs; // --knobs knob=value,...
     std::string db;                           // --db FILE: the tuned schedule
@@ -107,6 +112,8 @@ int run(int argc, char **argv) {
             db = need(i);
         } else if (a == "--auto-config") {
             auto_config = need(i);
+        } else if (a == "--packed-weights") {
+            packed_weights = true;
         } else if (a == "--list") {
             list = true;
         } else if (a == "--info") {
@@ -114,7 +121,7 @@ int run(int argc, char **argv) {
         } else if (a == "--help" || a == "-h") {
             std::printf("usage: kiln_bench --workload NAME [--shape AxBxC] [--threads T] "
                         "[--reps R] [--min-time S] [--dump PREFIX] [--knobs k=v,... | --db FILE | "
-                        "--auto-config JSON|@FILE] | --list | --info\n");
+                        "--auto-config JSON|@FILE] [--packed-weights] | --list | --info\n");
             return 0;
         } else {
             benchref::fail(impl, "unknown argument '" + a + "'; try --help");
@@ -127,6 +134,7 @@ int run(int argc, char **argv) {
     }
     if (list) {
         for (const apps::Operator *op : apps::all_operators()) {
+            if (packed_weights && op->name != "conv2d") continue;
             std::string names;
             for (const std::string &n : op->shape_names)
                 names += (names.empty() ? "" : "x") + n;
@@ -141,6 +149,14 @@ int run(int argc, char **argv) {
         benchref::fail(impl, "--knobs, --db and --auto-config each choose the schedule; give one");
     if (!db.empty()) impl = "kiln_tuned";
     if (!auto_config.empty()) impl = "kiln_auto";
+    if (packed_weights) {
+        if (workload != "conv2d")
+            benchref::fail(impl, "--packed-weights is for conv2d only (its weights are packed by "
+                                 "conv2d_pack), not '" +
+                                     workload + "'");
+        workload = "conv2d_packed";
+        if (db.empty() && auto_config.empty()) impl = "kiln_packed";
+    }
     const apps::Operator &op = apps::find_operator(workload);
     std::vector<int64_t> shape = operator_shape(op, shape_text);
     kiln_set_num_threads(threads);
@@ -197,6 +213,21 @@ int run(int argc, char **argv) {
         write(".ll", compiled.llvm_ir());
         write(".s", compiled.assembly());
     }
+    if (packed_weights) {
+        // The weights as a caller packs them: the conv2d_pack kernel on the OIHW weights, once.
+        const apps::Operator &pack = apps::find_operator("conv2d_pack");
+        apps::OperatorInstance p = pack.make({shape[0], shape[1]});
+        pack.hand_schedule(p, target);
+        CompiledPipeline packer = p.pipeline().compile_jit(target);
+        p.bind_inputs();
+        BufferBase packed = p.make_output();
+        benchref::Timing pt = benchref::time_runs([&] { packer.realize_into({packed}); }, 1, 0);
+        inst.input_data[1] = packed;
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "weights packed once by conv2d_pack in %.3g ms, untimed, ",
+                      pt.median_ms);
+        note += buf;
+    }
     inst.bind_inputs();
     BufferBase out = inst.make_output();
     BufferBase expected = op.reference(inst);
@@ -216,14 +247,15 @@ int run(int argc, char **argv) {
                 "\"median_ms\":%.6g,\"min_ms\":%.6g,\"reps\":%d,\"work\":%.6g,\"unit\":\"%s\","
                 "\"rate\":%.6g,\"checked\":%s,\"max_rel_err\":%.6g,\"cpu_ms\":%.6g,\"note\":\"%"
                 "scompile %.0f ms\"}\n",
-                impl.c_str(), op.name.c_str(), protocol_shape(op, shape).c_str(), threads,
-                t.median_ms, t.min_ms, t.reps, work, op.work_unit.c_str(), rate,
-                checked ? "true" : "false", std::isfinite(err) ? err : 1e300, t.cpu_median_ms,
-                note.c_str(), compiled.compile_time_ms());
+                impl.c_str(), packed_weights ? "conv2d" : op.name.c_str(),
+                protocol_shape(op, shape).c_str(), threads, t.median_ms, t.min_ms, t.reps, work,
+                op.work_unit.c_str(), rate, checked ? "true" : "false",
+                std::isfinite(err) ? err : 1e300, t.cpu_median_ms, note.c_str(),
+                compiled.compile_time_ms());
     std::fflush(stdout);
     if (!checked) {
         std::fprintf(stderr, "%s: %s %s: wrong result, max relative error %g > %g\n",
-                     impl == "kiln" ? "kiln_bench" : "kiln_bench --db", op.name.c_str(),
+                     ("kiln_bench (" + impl + ")").c_str(), op.name.c_str(),
                      apps::shape_to_string(shape).c_str(), err, op.tolerance);
         return 1;
     }
