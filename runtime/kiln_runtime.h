@@ -190,11 +190,26 @@ void kiln_profiler_record(const char *name, uint64_t ns);
 /// pointer may be NULL.
 void kiln_profiler_query(const char *name, uint64_t *calls, uint64_t *total_ns);
 
-/// Prints every counter, largest total first, as a table.
+/// Prints the per-Func profile of every profiled pipeline that ran (below), then every counter,
+/// largest total first, as a table (left out when there are profiles and no counters).
 void kiln_profiler_report(FILE *out);
 
-/// Forgets every counter.
+/// Forgets every counter and zeroes every per-Func profile.
 void kiln_profiler_reset(void);
+
+/// Per-Func profiles of pipelines compiled for a target with profile=1 ("host-profile"): the
+/// thread time each Func's own code took (its producers' excluded), summed over all threads and
+/// calls, "(overhead)" for what lies outside every Func. Reads the figures of `func` in the
+/// pipeline named `pipeline` (summed over modules of that name); returns 0 when there is none.
+/// Either output pointer may be NULL. A process that ran a profiled pipeline prints the profiles
+/// to stderr at exit unless KILN_PROFILE_AT_EXIT=0 is set.
+int kiln_profiler_func_query(const char *pipeline, const char *func, uint64_t *calls,
+                             uint64_t *total_ns);
+
+/// Called by the code of a profiled pipeline: makes Func `id` of the pipeline described by
+/// `names` (its name, then its Funcs by id, one per line) current in this thread and returns the
+/// one it replaced (-1: none); mode 1 starts a call, 2 ends it, 0 switches.
+int32_t kiln_profiler_switch(const char *names, int32_t id, int32_t mode);
 
 /* ---- Devices -------------------------------------------------------------------------------- */
 
