@@ -14,6 +14,7 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include "codegen/Arithmetic.h"
+#include "codegen/InjectProfiling.h"
 #include "codegen/LLVMModuleImpl.h"
 #include "lang/Error.h"
 #include "lang/IROperator.h"
@@ -132,6 +133,7 @@ public:
         kiln_malloc_fn = declare("kiln_malloc", ptr, {builder.getInt64Ty()});
         kiln_free_fn = declare("kiln_free", builder.getVoidTy(), {ptr});
         kiln_parallel_for_fn = declare("kiln_parallel_for", i32, {ptr, ptr, i32, i32, ptr});
+        kiln_profiler_switch_fn = declare("kiln_profiler_switch", i32, {ptr, i32, i32});
         // kiln_type_t (4 bytes) is passed by value in one integer register on x86-64 and AArch64.
         kiln_buffer_check_fn = declare("kiln_buffer_check", i32, {ptr, ptr, i32, i32});
         llvm::Type *i64 = builder.getInt64Ty(), *void_type = builder.getVoidTy();
@@ -146,6 +148,12 @@ public:
             declare("kiln_buffer_set_device_dirty", void_type, {ptr, i32});
         device_fns.wrap = declare("kiln_device_buffer_wrap", ptr, {ptr, i64});
         device_fns.release = declare("kiln_device_buffer_release", void_type, {ptr});
+    }
+
+    /// compile's function is profiled (codegen/InjectProfiling.h): `names` is the pipeline's
+    /// name, then its Funcs by profile id, one per line, which the runtime's tables take.
+    void set_profile_names(const std::string &names) {
+        profile_names = builder.CreateGlobalString(names, "kiln.profile_names", 0, &module);
     }
 
     void compile(const LoweredFunc &f, const std::string &device_source) {
@@ -199,7 +207,8 @@ private:
     llvm::PointerType *ptr;
     llvm::StructType *buffer_type, *dimension_type;
     llvm::FunctionCallee kiln_error_fn, kiln_malloc_fn, kiln_free_fn, kiln_parallel_for_fn,
-        kiln_buffer_check_fn;
+        kiln_buffer_check_fn, kiln_profiler_switch_fn;
+    llvm::Value *profile_names = nullptr; ///< set_profile_names's string
     struct {
         llvm::FunctionCallee launch, interface, copy_to_device, malloc, copy_to_host,
             set_host_dirty, set_device_dirty, wrap, release;
@@ -816,6 +825,13 @@ private:
             value = prefetch(op);
             return;
         }
+        if (op->call_type == Call::Intrinsic && op->name == intrinsic::profiler_switch) {
+            internal_assert(profile_names && op->args.size() == 2,
+                            "codegen: profiler_switch outside a profiled pipeline");
+            value = builder.CreateCall(kiln_profiler_switch_fn,
+                                       {profile_names, codegen(op->args[0]), codegen(op->args[1])});
+            return;
+        }
         if (op->call_type == Call::Intrinsic && codegen_device_intrinsic(op)) return;
         internal_assert(op->call_type == Call::Math || op->name == intrinsic::abs ||
                             op->name == intrinsic::fma,
@@ -1284,7 +1300,18 @@ LLVMModule compile_to_llvm_module(const LoweredFunc &f, const Target &t,
     m->module = std::make_unique<llvm::Module>(f.name, *m->context);
     m->module->setTargetTriple(t.triple);
     m->module->setDataLayout(m->target_machine->createDataLayout());
-    CodeGen(t, *m->module).compile(f, device_source);
+    CodeGen codegen(t, *m->module);
+    if (t.profile) {
+        std::vector<std::string> funcs;
+        LoweredFunc profiled = inject_profiling(f, &funcs);
+        std::string names = f.name;
+        for (const std::string &func : funcs)
+            names += "\n" + func;
+        codegen.set_profile_names(names);
+        codegen.compile(profiled, device_source);
+    } else {
+        codegen.compile(f, device_source);
+    }
     std::string problems;
     llvm::raw_string_ostream out(problems);
     bool broken = llvm::verifyModule(*m->module, &out);

@@ -38,6 +38,7 @@ llvm::orc::SymbolMap runtime_symbols(llvm::orc::LLJIT &jit) {
     add("kiln_malloc", &kiln_malloc);
     add("kiln_free", &kiln_free);
     add("kiln_parallel_for", &kiln_parallel_for);
+    add("kiln_profiler_switch", &kiln_profiler_switch);
     add("kiln_buffer_check", &kiln_buffer_check);
     add("kiln_device_launch", &kiln_device_launch);
     add("kiln_device_interface", &kiln_device_interface);

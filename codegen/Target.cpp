@@ -119,15 +119,17 @@ std::string Target::to_string() const {
            (gpu == GpuApi::None ? "" : std::string(";gpu=") + gpu_api_name(gpu)) +
            (gpu != GpuApi::CUDA || cuda_archs == default_cuda_archs()
                 ? ""
-                : ";cuda_archs=" + cuda_arch_list(cuda_archs));
+                : ";cuda_archs=" + cuda_arch_list(cuda_archs)) +
+           (profile ? ";profile=1" : "");
 }
 
 namespace {
 
 const char *const target_forms =
     "expected host, a named x86-64 level (x86-64-v2, x86-64-v3, x86-64-v4) or a CPU name LLVM "
-    "knows, each optionally followed by -cuda or -opencl and by ';key=value' (host-cuda, "
-    "x86-64-v3;fast_math=1), or a full target string (triple=...;cpu=...)";
+    "knows, each optionally followed by -cuda or -opencl, by -profile and by ';key=value' "
+    "(host-cuda, host-profile, x86-64-v3;fast_math=1), or a full target string "
+    "(triple=...;cpu=...)";
 
 // A few CPU names of this triple's architecture LLVM accepts, for messages.
 std::string example_cpus(const llvm::MCSubtargetInfo &info) {
@@ -191,10 +193,16 @@ Target Target::parse(const std::string &text) {
             api = a;
         }
     };
+    bool profile = false;
+    if (head.size() > 8 && head.compare(head.size() - 8, 8, "-profile") == 0) {
+        head.resize(head.size() - 8);
+        profile = true;
+    }
     strip("-cuda", GpuApi::CUDA);
     strip("-opencl", GpuApi::OpenCL);
     if (head.empty()) user_error("target '", text, "': ", target_forms);
     Target base = head == "host" ? host() : named_cpu(text, head);
+    base.profile = profile;
     // Later keys win in from_string, so the overrides replace the base's fields.
     return from_string(base.with_gpu(api).to_string() + rest);
 }
@@ -231,9 +239,15 @@ Target Target::from_string(const std::string &text) {
             }
         } else if (key == "cuda_archs") {
             t.cuda_archs = parse_cuda_archs(text, value);
+        } else if (key == "profile") {
+            if (value != "0" && value != "1") {
+                user_error("target '", text, "': profile must be 0 or 1, got '", value, "'");
+            }
+            t.profile = value == "1";
         } else {
             user_error("target '", text, "': unknown key '", key,
-                       "' (known: triple, cpu, features, vector_bits, fast_math, gpu, cuda_archs)");
+                       "' (known: triple, cpu, features, vector_bits, fast_math, gpu, cuda_archs, "
+                       "profile)");
         }
     }
     return t;

@@ -30,6 +30,11 @@ struct Target {
     /// source and the runtime compiles it for the device it finds.
     std::vector<int> cuda_archs = default_cuda_archs();
     static std::vector<int> default_cuda_archs() { return {80, 90}; }
+    /// Per-Func profiling (Halide's Target::Profile): the code records how long each thread
+    /// computes each Func (codegen/InjectProfiling.h), kiln_profiler_report prints the table,
+    /// and the runtime prints it to stderr at exit unless KILN_PROFILE_AT_EXIT=0. Costs two clock
+    /// reads per produce of a Func and per parallel task.
+    bool profile = false;
 
     /// This target with GPU kernels compiled for api: `Target::host().with_gpu(GpuApi::OpenCL)`.
     Target with_gpu(GpuApi api) const {
@@ -48,7 +53,8 @@ struct Target {
     /// The stable text form:
     /// "triple=...;cpu=...;features=...;vector_bits=512;fast_math=0", then ";gpu=cuda" or
     /// ";gpu=opencl" when the target has a GPU API (so CPU-only keys are what they always were),
-    /// then ";cuda_archs=sm_80,sm_90" for gpu=cuda when the list is not the default.
+    /// then ";cuda_archs=sm_80,sm_90" for gpu=cuda when the list is not the default, then
+    /// ";profile=1" when profiling.
     std::string to_string() const;
 
     /// Parses the text form of to_string(); keys may come in any order and missing ones keep
@@ -59,8 +65,9 @@ struct Target {
     /// all its features), a CPU name LLVM knows for this machine's architecture (the x86-64
     /// levels "x86-64-v2", "x86-64-v3", "x86-64-v4", or "skylake-avx512", "znver4", ...: the
     /// host's triple with exactly that CPU's features, so the code runs on any machine that has
-    /// them), either followed by "-cuda" or "-opencl" (GPU kernels) and by ";key=value..." to
-    /// change fields ("x86-64-v3-cuda;cuda_archs=sm_90"), or a full to_string() text. Raises
+    /// them), either followed by "-cuda" or "-opencl" (GPU kernels), by "-profile" (profiling,
+    /// "host-profile", "host-cuda-profile") and by ";key=value..." to change fields
+    /// ("x86-64-v3-cuda;cuda_archs=sm_90"), or a full to_string() text. Raises
     /// CompileError for an unknown CPU (naming some known ones) and as from_string.
     static Target parse(const std::string &text);
 
