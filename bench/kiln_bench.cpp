@@ -12,6 +12,10 @@
 //              [--auto-config JSON | --auto-config @FILE]   (a point of the automatic search
 //                             space, its knob values as the tuning database's configs hold them:
 //                             a generated schedule to time beside the hand one; impl "kiln_auto")
+//              [--profile]   (compiled for a profiling target: after the timed runs, the
+//                             thread time of each Func over them goes to stderr, as
+//                             kiln_profiler_report prints it; the timings include the
+//                             profiler's switches)
 //              [--packed-weights]   (conv2d only: the conv2d_packed operator on weights packed
 //                             once, untimed, by the conv2d_pack kernel, as a caller with constant
 //                             weights runs it and as the oneDNN columns reorder theirs; impl
@@ -75,7 +79,7 @@ int run(int argc, char **argv) {
     std::string workload, shape_text;
     int threads = 1, reps = 50;
     double min_time_s = 0.5;
-    bool list = false, info = false, packed_weights = false;
+    bool list = false, info = false, packed_weights = false, profile = false;
     std::string dump; // --dump PREFIX: write PREFIX.lowered.txt, PREFIX.ll and PREFIX.s
     std::map<std::string, std::string> knobs; // --knobs knob=value,...
     std::string db;                           // --db FILE: the tuned schedule
@@ -112,6 +116,8 @@ int run(int argc, char **argv) {
             db = need(i);
         } else if (a == "--auto-config") {
             auto_config = need(i);
+        } else if (a == "--profile") {
+            profile = true;
         } else if (a == "--packed-weights") {
             packed_weights = true;
         } else if (a == "--list") {
@@ -119,9 +125,10 @@ int run(int argc, char **argv) {
         } else if (a == "--info") {
             info = true;
         } else if (a == "--help" || a == "-h") {
-            std::printf("usage: kiln_bench --workload NAME [--shape AxBxC] [--threads T] "
-                        "[--reps R] [--min-time S] [--dump PREFIX] [--knobs k=v,... | --db FILE | "
-                        "--auto-config JSON|@FILE] [--packed-weights] | --list | --info\n");
+            std::printf(
+                "usage: kiln_bench --workload NAME [--shape AxBxC] [--threads T] "
+                "[--reps R] [--min-time S] [--dump PREFIX] [--knobs k=v,... | --db FILE | "
+                "--auto-config JSON|@FILE] [--packed-weights] [--profile] | --list | --info\n");
             return 0;
         } else {
             benchref::fail(impl, "unknown argument '" + a + "'; try --help");
@@ -163,6 +170,8 @@ int run(int argc, char **argv) {
 
     apps::OperatorInstance inst = op.make(shape);
     Target target = Target::host();
+    target.profile = profile;
+    if (profile) setenv("KILN_PROFILE_AT_EXIT", "0", 1); // reported below, over the timed runs
     std::string note;
     if (!db.empty()) {
         autotune::TunedSchedule tuned = autotune::apply_best(db, op, shape, target, threads, inst);
@@ -236,7 +245,9 @@ int run(int argc, char **argv) {
     poison(out);
     run_once(); // the warm-up run, checked
     double err = apps::max_relative_error(out, expected);
+    if (profile) kiln_profiler_reset();
     benchref::Timing t = benchref::time_runs(run_once, reps, min_time_s);
+    if (profile) kiln_profiler_report(stderr);
     poison(out); // and checked again after the timed runs
     run_once();
     err = std::max(err, apps::max_relative_error(out, expected));
