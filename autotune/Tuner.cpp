@@ -356,7 +356,8 @@ private:
     /// Re-measures a config recorded in the database (the closing round).
     void queue_remeasure(const tuning_db::BestConfig &b);
     /// The closing round's last step: the crowned config and the hand schedule, re-measured in
-    /// pairs until the closing times of both settle (closing_times_settled).
+    /// pairs until the closing times of both settle (closing_times_settled); a crowned hand
+    /// schedule against the best other config within closing_tolerance of it.
     void settle_against_hand();
     /// The summary on `out`: counts, the best config and its speedups, how to resume.
     void print_summary(const std::optional<tuning_db::BestConfig> &b);
@@ -848,13 +849,26 @@ void Tuner::queue_remeasure(const tuning_db::BestConfig &b) {
 // crowned config are measured again too (conv2d 256 -> 256 14², 1 thread: a config crowned on
 // a fast search measurement measured 2.289 ms at the close against the hand's 2.216): either
 // the crown moves or the summary's ratio below 1 stands on more measurements.
+//
+// A crowned hand schedule is challenged the same way by the best other config when that one is
+// within closing_tolerance of it: the hand's crown may stand on a lucky measurement too, and
+// losing a real win is the other way the closing round can be wrong.
 void Tuner::settle_against_hand() {
     if (!hand_remeasure) return;
     for (int pair = 0; pair < opt.remeasure && !stopping(); pair++) {
         std::optional<tuning_db::BestConfig> now = db.best(workload_id, target_id);
-        if (!now || now->config.hash == hand_hash) return;
-        if (closing_pair_settled(closing_ms[now->config.hash], closing_ms[hand_hash])) return;
-        queue_remeasure(*now);
+        if (!now) return;
+        if (now->config.hash != hand_hash) {
+            if (closing_pair_settled(closing_ms[now->config.hash], closing_ms[hand_hash])) return;
+            queue_remeasure(*now);
+        } else {
+            std::optional<tuning_db::BestConfig> rival;
+            for (const tuning_db::BestConfig &b : db.top_k(workload_id, target_id, 2))
+                if (b.config.hash != hand_hash && !rival) rival = b;
+            if (!rival || rival->median_ms > now->median_ms * (1 + closing_tolerance)) return;
+            if (closing_pair_settled(closing_ms[hand_hash], closing_ms[rival->config.hash])) return;
+            queue_remeasure(*rival);
+        }
         queue.push_back(*hand_remeasure);
         drive(false);
     }

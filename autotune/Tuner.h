@@ -182,7 +182,9 @@ bool closing_times_settled(const std::vector<double> &ms);
 /// Whether the closing round may stop measuring the crowned config and the hand schedule in
 /// pairs: the closing times of both settled, and they agree with the crown (the best's closing
 /// median is not above the hand's; the crown is by the median over all measurements, so the two
-/// can disagree while the early ones still weigh in).
+/// can disagree while the early ones still weigh in). When the hand schedule is crowned, the pairs
+/// are the hand schedule (`best_ms`) and the best other config within closing_tolerance of it
+/// (`hand_ms`): the challenger.
 bool closing_pair_settled(const std::vector<double> &best_ms, const std::vector<double> &hand_ms);
 
 /// The median of `ms` (the mean of the middle two for an even count); `ms` is not empty.

@@ -1119,6 +1119,57 @@ TEST(Tuner, TheBestAndTheHandScheduleAreReMeasuredInPairsUntilTheyAgree) {
         << out.str();
 }
 
+// A crowned hand schedule is challenged by the best other config when that one is within
+// closing_tolerance of it: the two are measured in pairs as a crowned config and the hand are.
+// Here the hand schedule's config is given eight impossibly fast times (so it stays crowned) and
+// a rival, the hand schedule's own trace under another name, eight times 2% slower; the rival's
+// closing measurements must come in pairs with the hand's.
+TEST(Tuner, ACrownedHandScheduleIsChallengedByACloseRunnerUp) {
+    TempDir dir;
+    std::ostringstream out, err;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.trials = 1;
+    TuneResult first = tune(o, out, err); // records the hand schedule's config
+    ASSERT_TRUE(first.hand_ms) << out.str() << err.str();
+    int64_t t = 0, w = 0, rival = 0, hand = 0;
+    {
+        auto db = tuning_db::Database::open(o.db_path);
+        blur_64x48_ids(db, t, w);
+        std::string hand_trace;
+        for (const tuning_db::BestConfig &b : db.top_k(w, t, 100)) {
+            if (b.config.config_json != R"({"baseline":"hand"})") continue;
+            hand = b.config.id;
+            hand_trace = b.config.trace_json;
+        }
+        ASSERT_NE(hand, 0) << out.str();
+        rival = db.config_id("rival", R"({"rival":1})", hand_trace);
+        // Eight each: the medians stay on them whatever the (at most five) real measurements.
+        for (int i = 0; i < 8; i++) {
+            record_time(db, w, t, hand, 1e-6);
+            record_time(db, w, t, rival, 1.02e-6);
+        }
+    }
+    o.remeasure = 2;
+    std::ostringstream out2;
+    TuneResult r = tune(o, out2, err);
+    EXPECT_EQ(r.best_config_json, R"({"baseline":"hand"})") << out2.str();
+    auto db = tuning_db::Database::open_existing(o.db_path);
+    std::vector<double> hand_closing, rival_closing;
+    for (const tuning_db::Measurement &m : db.history(w, t)) {
+        if (m.status != tuning_db::Status::ok || m.run_id != r.run_id) continue;
+        if (m.config_id == rival) rival_closing.push_back(m.median_ms);
+        if (m.config_id == hand) hand_closing.push_back(m.median_ms);
+    }
+    // The baselines were measured by the first run, so every measurement of these two in the
+    // second is a closing one: one each (the top two), then one or two pairs.
+    EXPECT_EQ(rival_closing.size(), hand_closing.size()) << out2.str();
+    EXPECT_GE(rival_closing.size(), 2u) << out2.str();
+    EXPECT_LE(rival_closing.size(), 3u) << out2.str();
+    if (rival_closing.size() == 2) {
+        EXPECT_TRUE(closing_pair_settled(hand_closing, rival_closing));
+    }
+}
+
 TEST(Tuner, TheModelStrategysStateSavedIncrementallyIsRestoredAsItWas) {
     TempDir dir;
     std::ostringstream out, err;
