@@ -8,6 +8,7 @@
 #include <initializer_list>
 
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 
 namespace kiln {
 
@@ -43,6 +44,46 @@ struct Builder {
     }
 };
 
+/// Whether the function being built is compiled with AVX-512F (its "target-features").
+bool has_avx512f(llvm::IRBuilderBase &b) {
+    const llvm::BasicBlock *block = b.GetInsertBlock();
+    const llvm::Function *f = block ? block->getParent() : nullptr;
+    if (!f) return false;
+    llvm::Attribute a = f->getFnAttribute("target-features");
+    if (!a.isValid()) return false;
+    return ("," + a.getValueAsString().str() + ",").find(",+avx512f,") != std::string::npos;
+}
+
+/// y * 2^n (n integral, as float) with one rounding, denormal and infinite results included:
+/// AVX-512's vscalefps on each 16 lanes. nullptr where that does not apply (no AVX-512F, or lanes
+/// not a multiple of 16): the caller builds 2^n itself.
+llvm::Value *scale_by_pow2(llvm::IRBuilderBase &b, llvm::Value *y, llvm::Value *n) {
+    auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(y->getType());
+    if (!vt || vt->getNumElements() % 16 != 0 || !has_avx512f(b)) return nullptr;
+    const unsigned lanes = vt->getNumElements();
+    llvm::Type *v16 = llvm::FixedVectorType::get(b.getFloatTy(), 16);
+    llvm::Value *result = lanes == 16 ? nullptr : llvm::PoisonValue::get(vt);
+    for (unsigned at = 0; at < lanes; at += 16) {
+        llvm::SmallVector<int, 16> part;
+        for (unsigned i = 0; i < 16; i++)
+            part.push_back(int(at + i));
+        llvm::Value *yp = lanes == 16 ? y : b.CreateShuffleVector(y, part);
+        llvm::Value *np = lanes == 16 ? n : b.CreateShuffleVector(n, part);
+        // Every lane (mask all ones), in the current rounding mode (4: _MM_FROUND_CUR_DIRECTION).
+        llvm::Value *scaled = b.CreateIntrinsic(
+            llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, {},
+            {yp, np, llvm::PoisonValue::get(v16), b.getInt16(0xffff), b.getInt32(4)});
+        if (lanes == 16) return scaled;
+        llvm::SmallVector<int, 64> widen, merge;
+        for (unsigned i = 0; i < lanes; i++) {
+            widen.push_back(i < 16 ? int(i) : -1);
+            merge.push_back(i >= at && i < at + 16 ? int(lanes + i - at) : int(i));
+        }
+        result = b.CreateShuffleVector(result, b.CreateShuffleVector(scaled, widen), merge);
+    }
+    return result;
+}
+
 } // namespace
 
 llvm::Value *codegen_exp_f32(llvm::IRBuilderBase &builder, llvm::Value *x) {
@@ -55,17 +96,24 @@ llvm::Value *codegen_exp_f32(llvm::IRBuilderBase &builder, llvm::Value *x) {
     // x = n ln2 + r with |r| <= ln2 / 2. ln2 is split in two (Cody-Waite) so that n * C1 is exact.
     llvm::Value *n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven,
                                             b.CreateFMul(xc, m.f(1.44269504088896341)));
-    llvm::Value *r = b.CreateFSub(xc, b.CreateFMul(n, m.f(0.693359375)));
-    r = b.CreateFSub(r, b.CreateFMul(n, m.f(-2.12194440e-4)));
+    // n C1 is exact and x - n C1 too (n is small, C1 has 9 significant bits): one fused step each
+    // where the target has FMA, which also rounds x - n C1 - n C2 once instead of twice.
+    llvm::Value *r = m.fmuladd(n, m.f(-0.693359375), xc);
+    r = m.fmuladd(n, m.f(2.12194440e-4), r);
     llvm::Value *p = m.polynomial(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
                                       4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1});
     llvm::Value *y = b.CreateFAdd(m.fmuladd(p, b.CreateFMul(r, r), r), m.f(1.0));
-    // n is in [-150, 128]; scaling by 2^(n/2) and then 2^(n - n/2) keeps both factors normal, so
-    // the only rounding is the last multiply, which also produces denormals and infinity right.
-    llvm::Value *ni = b.CreateFPToSI(n, m.int_type);
-    llvm::Value *n1 = b.CreateAShr(ni, m.i(1));
-    llvm::Value *n2 = b.CreateSub(ni, n1);
-    y = b.CreateFMul(b.CreateFMul(y, m.pow2(n1)), m.pow2(n2));
+    // n is in [-150, 128]: y 2^n rounded once, so that denormals and infinity come out right.
+    // With AVX-512, vscalefps does that in one instruction; else scaling by 2^(n/2) and then
+    // 2^(n - n/2) keeps both factors normal, and only the last multiply rounds.
+    if (llvm::Value *scaled = scale_by_pow2(b, y, n)) {
+        y = scaled;
+    } else {
+        llvm::Value *ni = b.CreateFPToSI(n, m.int_type);
+        llvm::Value *n1 = b.CreateAShr(ni, m.i(1));
+        llvm::Value *n2 = b.CreateSub(ni, n1);
+        y = b.CreateFMul(b.CreateFMul(y, m.pow2(n1)), m.pow2(n2));
+    }
     return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
 }
 

@@ -10,6 +10,10 @@
 // ~-103.97; log(0) = -inf, log(+inf) = +inf, log(x < 0) = NaN; tanh(+-inf) = +-1, tanh(-0) = -0;
 // NaN in gives NaN out. Under Target::fast_math special values are not guaranteed (LLVM may then
 // assume there are no NaNs or infinities).
+// exp's final y * 2^n is one vscalefps per 16 lanes where the function is compiled with AVX-512F
+// (its "target-features"), else 2^n is built in the exponent field in two normal halves; both
+// round once. vscalefps and fused Cody-Waite steps took softmax 4096² on 1 thread from 12.3-13.4
+// to 10.1-10.7 ms on the AMD EPYC Zen 4 (interleaved).
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>

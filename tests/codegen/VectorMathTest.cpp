@@ -7,6 +7,8 @@
 #include <limits>
 
 #include "CodeGenTestUtil.h"
+#include "codegen/CodeGenLLVM.h"
+#include "codegen/LLVMModule.h"
 
 using namespace kiln;
 using namespace kiln::test;
@@ -16,19 +18,23 @@ namespace {
 constexpr int lanes = 16;
 const float inf = std::numeric_limits<float>::infinity();
 
-/// Applies fn to every element of inputs with 16-lane vectors, through the JIT.
-std::vector<float> run_vector(const std::string &name, Expr (*fn)(Expr),
-                              std::vector<float> inputs) {
-    while (inputs.size() % lanes)
+/// fn applied to vectors of `width` lanes of buffer "in", stored to "out", n elements.
+LoweredFunc vector_func(const std::string &name, Expr (*fn)(Expr), int n, int width) {
+    Expr x = var("xo") * width;
+    Expr v = fn(Load::make(Float(32, width), "in", Ramp::make(x, 1, width)));
+    return make_func(name, {buffer_arg("in", Float(32), 1), buffer_arg("out", Float(32), 1, true)},
+                     loop("xo", 0, n / width, Store::make("out", v, Ramp::make(x, 1, width))));
+}
+
+/// Applies fn to every element of inputs with vectors of `width` lanes, through the JIT.
+std::vector<float> run_vector(const std::string &name, Expr (*fn)(Expr), std::vector<float> inputs,
+                              int width = lanes) {
+    while (inputs.size() % width)
         inputs.push_back(1.0f);
     int n = int(inputs.size());
     TestBuffer<float> in({n}), out({n});
     in.set(inputs);
-    Expr x = var("xo") * lanes;
-    Expr v = fn(Load::make(Float(32, lanes), "in", Ramp::make(x, 1, lanes)));
-    JITModule m(
-        make_func(name, {buffer_arg("in", Float(32), 1), buffer_arg("out", Float(32), 1, true)},
-                  loop("xo", 0, n / lanes, Store::make("out", v, Ramp::make(x, 1, lanes)))));
+    JITModule m(vector_func(name, fn, n, width));
     EXPECT_EQ(m.call(std::vector<void *>{&in.pointer, &out.pointer}.data()), kiln_success);
     return out.data;
 }
@@ -49,8 +55,8 @@ std::vector<float> sample(float lo, float hi, int count) {
 
 /// The largest ulp error of fn against reference over inputs, printing the worst input.
 int64_t max_ulp_error(const std::string &name, Expr (*fn)(Expr), double (*reference)(double),
-                      const std::vector<float> &inputs) {
-    std::vector<float> got = run_vector(name, fn, inputs);
+                      const std::vector<float> &inputs, int width = lanes) {
+    std::vector<float> got = run_vector(name, fn, inputs, width);
     int64_t worst = 0;
     float worst_x = 0;
     for (size_t k = 0; k < inputs.size(); k++) {
@@ -89,6 +95,36 @@ double tanh_ref(double x) {
 
 TEST(VectorMath, ExpIsWithinOneUlpOverItsWholeRange) {
     EXPECT_LE(max_ulp_error("vexp", exp_of, exp_ref, sample(-103.0f, 88.7f, 100000)), 1);
+}
+
+// exp scales by 2^n with AVX-512's vscalefps on each 16 lanes where the target has AVX-512F,
+// and builds 2^n in the exponent field elsewhere: both within 1 ulp, at 4, 8 and 32 lanes too
+// (32: two vscalefps and their halves put back together).
+TEST(VectorMath, ExpIsWithinOneUlpAtOtherVectorWidths) {
+    for (int width : {4, 8, 32}) {
+        EXPECT_LE(max_ulp_error("vexp" + std::to_string(width), exp_of, exp_ref,
+                                sample(-103.0f, 88.7f, 20000), width),
+                  1)
+            << width << " lanes";
+    }
+    std::vector<float> got =
+        run_vector("vexp_special32", exp_of, {89.0f, -104.0f, NAN, 0.0f, -87.5f, -100.0f}, 32);
+    EXPECT_EQ(got[0], inf);
+    EXPECT_EQ(got[1], 0.0f);
+    EXPECT_TRUE(std::isnan(got[2]));
+    EXPECT_EQ(got[3], 1.0f);
+    EXPECT_EQ(got[4], float(std::exp(-87.5)));  // a normal result just above the smallest
+    EXPECT_EQ(got[5], float(std::exp(-100.0))); // a denormal result
+}
+
+TEST(VectorMath, ExpUsesVscalefpsOnlyWithAVX512) {
+    LoweredFunc f = vector_func("vexp_asm", exp_of, 64, 16);
+    EXPECT_EQ(compile_to_llvm_module(f, Target::parse("x86-64-v3")).assembly().find("vscalefps"),
+              std::string::npos);
+    if (!Target::host().has_feature("avx512f"))
+        GTEST_SKIP() << "this CPU has no AVX-512F; the vscalefps path is not run here";
+    EXPECT_NE(compile_to_llvm_module(f, Target::host()).assembly().find("vscalefps"),
+              std::string::npos);
 }
 
 TEST(VectorMath, LogIsWithinOneUlpOverAllPositiveFloats) {
