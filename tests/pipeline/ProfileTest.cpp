@@ -11,6 +11,7 @@
 
 #include "kiln.h"
 #include "runtime/kiln_runtime.h"
+#include "tests/pipeline/GPUTestUtil.h"
 
 namespace kiln {
 namespace {
@@ -106,6 +107,34 @@ TEST(Profile, TheReportNamesEveryFuncLargestFirst) {
     EXPECT_NE(light, std::string::npos) << text;
     EXPECT_NE(overhead, std::string::npos) << text;
     EXPECT_LT(heavy, light) << text; // the largest total first
+}
+
+// A GPU pipeline's host code is profiled too: a Func computed on the device counts the host's
+// time in its launch (here on OpenCL, PoCL on this machine); its kernel has no switches.
+TEST(Profile, AGPUPipelineIsProfiledOnTheHost) {
+    KILN_REQUIRE_OPENCL();
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func pre("profile_gpu_pre"), out("profile_gpu");
+    pre(x, y) = cast<float>(x + 2 * y);
+    out(x, y) = pre(x, y) * 0.5f + 1.f;
+    pre.compute_root();
+    out.gpu_tile(x, y, xo, yo, xi, yi, 8, 8);
+    Target t = opencl_target();
+    t.profile = true;
+    CompiledPipeline c = Pipeline(out).compile_jit(t);
+    EXPECT_EQ(c.device_source().find("profiler"), std::string::npos);
+    Buffer<float> result({40, 24}, "profile_gpu");
+    kiln_profiler_reset();
+    c.realize_into({result});
+    result.copy_to_host();
+    for (int j = 0; j < 24; j++)
+        for (int i = 0; i < 40; i++)
+            ASSERT_EQ(result(i, j), float(i + 2 * j) * 0.5f + 1.f) << i << ", " << j;
+    uint64_t calls = 0, ns = 0;
+    EXPECT_EQ(kiln_profiler_func_query("profile_gpu", "profile_gpu", &calls, &ns), 1);
+    EXPECT_EQ(calls, 1u);
+    EXPECT_GT(ns, 0u);
+    EXPECT_EQ(kiln_profiler_func_query("profile_gpu", "profile_gpu_pre", &calls, &ns), 1);
 }
 
 TEST(Profile, TheTargetSaysItProfiles) {
