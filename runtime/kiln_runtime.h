@@ -202,7 +202,8 @@ void kiln_profiler_reset(void);
 /// calls, "(overhead)" for what lies outside every Func. Reads the figures of `func` in the
 /// pipeline named `pipeline` (summed over modules of that name); returns 0 when there is none.
 /// Either output pointer may be NULL. A process that ran a profiled pipeline prints the profiles
-/// to stderr at exit unless KILN_PROFILE_AT_EXIT=0 is set.
+/// to stderr at exit unless KILN_PROFILE_AT_EXIT=0 is set. The tables hold 64 pipelines of 64
+/// Funcs each (names cut at 47 characters); a pipeline or Func beyond that is not counted.
 int kiln_profiler_func_query(const char *pipeline, const char *func, uint64_t *calls,
                              uint64_t *total_ns);
 
