@@ -1,12 +1,13 @@
 // The kiln command line: `tune` searches schedules for an operator and records every measurement
 // in the tuning database, `compile` emits the best one as object + static library + header,
-// `db` inspects the database (tools/DbCommands.h), and `demo` runs a small pipeline through the
-// reference evaluator.
+// `profile` prints where a kernel's time goes per Func, `db` inspects the database
+// (tools/DbCommands.h), and `demo` runs a small pipeline through the reference evaluator.
 #include <CLI/CLI.hpp>
 
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "autotune/Tuner.h"
 #include "driver/Generator.h"
 #include "kiln.h"
+#include "runtime/kiln_runtime.h"
 #include "tools/DbCommands.h"
 #include "tools/GeneratorShapes.h"
 #include "tools/GeneratorTune.h"
@@ -90,6 +92,50 @@ double parse_duration(const std::string &text) {
 std::vector<int64_t> shape_of(const std::string &op_name, const std::string &text) {
     apps::register_builtin_operators();
     return apps::parse_shape(apps::find_operator(op_name), text);
+}
+
+/// `kiln profile`: the operator's hand schedule (or the database's best) compiled for a profiling
+/// target (Target::profile), one warm-up run, `runs` timed runs, then each Func's thread time over
+/// them (kiln_profiler_report).
+int run_profile(const std::string &op_name, const std::vector<int64_t> &shape,
+                const std::string &db, int threads, int runs) {
+    const apps::Operator &op = apps::find_operator(op_name);
+    if (threads > 0) kiln_set_num_threads(threads);
+    Target target = Target::host();
+    target.profile = true;
+    apps::OperatorInstance inst = op.make(shape);
+    std::string which = "the hand schedule";
+    if (!db.empty()) {
+        const int keyed = threads > 0 ? threads : autotune::default_threads();
+        autotune::TunedSchedule tuned = autotune::apply_best(db, op, shape, target, keyed, inst);
+        if (!tuned.found) {
+            throw CompileError("--db: " + tuned.why + "; tune it first (kiln tune " + op.name +
+                               " --shape " + apps::shape_to_string(shape) + " --threads " +
+                               std::to_string(keyed) + " --db " + db +
+                               ") or drop --db to profile the hand schedule");
+        }
+        which = "config " + std::to_string(tuned.config_id) + " of " + db;
+    } else {
+        op.hand_schedule(inst, target);
+    }
+    setenv("KILN_PROFILE_AT_EXIT", "0", 1); // the report below covers the timed runs only
+    CompiledPipeline compiled = inst.pipeline().compile_jit(target);
+    inst.bind_inputs();
+    BufferBase out = inst.make_output();
+    compiled.realize_into({out});
+    kiln_profiler_reset();
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < runs; i++)
+        compiled.realize_into({out});
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const int used = kiln_get_num_threads();
+    std::printf("%s %s, %s, %d thread%s: %d runs after a warm-up run, %.4g ms per run (wall)\n",
+                op.name.c_str(), apps::shape_to_string(shape).c_str(), which.c_str(), used,
+                used == 1 ? "" : "s", runs, ms / runs);
+    std::fflush(stdout);
+    kiln_profiler_report(stdout);
+    return 0;
 }
 
 } // namespace
@@ -209,6 +255,22 @@ static int run_kiln(int argc, char **argv) {
                      "files to write, comma-separated: object, static_library, c_header, "
                      "assembly, llvm_ir, lowered_stmt, metadata, opencl_source, cuda_source")
         ->default_str(emit_kinds);
+
+    // kiln profile
+    std::string profile_op, profile_shape, profile_db;
+    int profile_threads = 0, profile_runs = 20;
+    CLI::App *profile_cmd = app.add_subcommand(
+        "profile", "run an operator's kernel compiled for profiling and print each Func's time");
+    profile_cmd->add_option("operator", profile_op, "operator name")->required();
+    profile_cmd->add_option("--shape", profile_shape, "e.g. 1024x1024x1024");
+    profile_cmd->add_option("--db", profile_db,
+                            "profile the best schedule of this tuning database (default: the "
+                            "hand schedule)");
+    profile_cmd->add_option("--threads", profile_threads, "threads (default: all cores)")
+        ->check(CLI::PositiveNumber);
+    profile_cmd->add_option("--runs", profile_runs, "timed runs, after one warm-up run")
+        ->check(CLI::PositiveNumber)
+        ->default_str("20");
 
     // kiln lock update
     CLI::App *lock_cmd = app.add_subcommand("lock", "the lockfile of shape-dispatched kernels");
@@ -349,6 +411,10 @@ static int run_kiln(int argc, char **argv) {
                 add_param(params, p);
             return run_generator_lock_update(lock_exe, lock_generator, lock_shapes, params, lock_db,
                                              lock_path, lock_target, lock_threads);
+        }
+        if (*profile_cmd) {
+            return run_profile(profile_op, shape_of(profile_op, profile_shape), profile_db,
+                               profile_threads, profile_runs);
         }
         if (*compile_cmd) {
             emit.shape = shape_of(emit.op, emit_shape);

@@ -1170,6 +1170,44 @@ TEST(Tuner, ACrownedHandScheduleIsChallengedByACloseRunnerUp) {
     }
 }
 
+// `kiln profile`: the hand schedule or the database's best, compiled for a profiling target,
+// and each Func's thread time over the timed runs; a --db without a record is a clear error.
+TEST(KilnProfile, PrintsEachFuncsTimeForTheHandScheduleAndTheDatabasesBest) {
+    TempDir dir;
+    const std::string log = dir / "profile.log";
+    pid_t pid =
+        spawn_kiln({"profile", "blur", "--shape", "64x48", "--threads", "1", "--runs", "3"}, log);
+    ASSERT_EQ(autotune_test::wait_exit(pid), 0) << autotune_test::read_file(log);
+    std::string text = autotune_test::read_file(log);
+    EXPECT_NE(text.find("blur 64x48, the hand schedule, 1 thread: 3 runs after a warm-up run, "),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("kiln profile of blur: 3 calls, "), std::string::npos) << text;
+    EXPECT_NE(text.find("\n  blur "), std::string::npos) << text;
+    EXPECT_NE(text.find("\n  (overhead) "), std::string::npos) << text;
+
+    std::ostringstream out, err;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.trials = 2;
+    TuneResult r = tune(o, out, err);
+    ASSERT_TRUE(r.best_ms) << out.str() << err.str();
+    pid = spawn_kiln({"profile", "blur", "--shape", "64x48", "--threads", "1", "--db", o.db_path},
+                     log);
+    ASSERT_EQ(autotune_test::wait_exit(pid), 0) << autotune_test::read_file(log);
+    text = autotune_test::read_file(log);
+    EXPECT_NE(text.find("blur 64x48, config "), std::string::npos) << text;
+    EXPECT_NE(text.find(" of " + o.db_path + ", 1 thread: 20 runs"), std::string::npos) << text;
+    EXPECT_NE(text.find("kiln profile of blur: 20 calls, "), std::string::npos) << text;
+
+    const std::string none = dir / "none.db";
+    pid = spawn_kiln({"profile", "blur", "--shape", "64x48", "--threads", "1", "--db", none}, log);
+    EXPECT_EQ(autotune_test::wait_exit(pid), 1);
+    EXPECT_EQ(autotune_test::read_file(log),
+              "kiln: --db: the database " + none +
+                  " does not exist; tune it first (kiln tune blur --shape 64x48 --threads 1 --db " +
+                  none + ") or drop --db to profile the hand schedule\n");
+}
+
 TEST(Tuner, TheModelStrategysStateSavedIncrementallyIsRestoredAsItWas) {
     TempDir dir;
     std::ostringstream out, err;
