@@ -2,7 +2,7 @@
 // updated once per pipeline or stage call, so one mutex and a fixed table are enough; the runtime
 // stays free of the C++ library, so a C program links it with libc and OpenMP alone.
 //
-// Per-Func profiles of pipelines compiled with Target::profile (schedule/InjectProfiling.h): each
+// Per-Func profiles of pipelines compiled with Target::profile (codegen/InjectProfiling.h): each
 // thread holds the Func it computes and when it started; a switch adds the time since then to
 // that Func's total (an atomic add, no lock) and makes another Func current. Pipelines are
 // registered on their first call, by the string of names their code carries, in a fixed table.
