@@ -245,7 +245,7 @@ BufferBase reference_conv2d(const OperatorInstance &inst) {
     int CI = int(inst.shape[0]), CO = int(inst.shape[1]), H = int(inst.shape[2]),
         W = int(inst.shape[3]);
     const float *in = reinterpret_cast<const float *>(inst.input_data[0].raw_data());
-    const float *wdata = reinterpret_cast<const float *>(inst.input_data[1].raw_data());
+    const float *w = reinterpret_cast<const float *>(inst.input_data[1].raw_data());
     // Packed weights are read back in OIHW order.
     std::vector<float> unpacked;
     if (inst.input_data[1].dimensions() == 5) {
@@ -254,10 +254,9 @@ BufferBase reference_conv2d(const OperatorInstance &inst) {
             for (int ci = 0; ci < CI; ci++)
                 for (int k = 0; k < 9; k++)
                     unpacked[(size_t(co) * CI + ci) * 9 + k] =
-                        wdata[packed_weight_index(CI, CO, co, ci, k / 3, k % 3)];
-        wdata = unpacked.data();
+                        w[packed_weight_index(CI, CO, co, ci, k / 3, k % 3)];
+        w = unpacked.data();
     }
-    const float *w = wdata;
     BufferBase out(Float(32), {W, H, CO}, inst.output.name());
     float *o = reinterpret_cast<float *>(out.raw_data());
     for (int co = 0; co < CO; co++) {

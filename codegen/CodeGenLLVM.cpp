@@ -1301,17 +1301,18 @@ LLVMModule compile_to_llvm_module(const LoweredFunc &f, const Target &t,
     m->module->setTargetTriple(t.triple);
     m->module->setDataLayout(m->target_machine->createDataLayout());
     CodeGen codegen(t, *m->module);
+    const LoweredFunc *compiled = &f;
+    LoweredFunc profiled;
     if (t.profile) {
         std::vector<std::string> funcs;
-        LoweredFunc profiled = inject_profiling(f, &funcs);
+        profiled = inject_profiling(f, &funcs);
         std::string names = f.name;
         for (const std::string &func : funcs)
             names += "\n" + func;
         codegen.set_profile_names(names);
-        codegen.compile(profiled, device_source);
-    } else {
-        codegen.compile(f, device_source);
+        compiled = &profiled;
     }
+    codegen.compile(*compiled, device_source);
     std::string problems;
     llvm::raw_string_ostream out(problems);
     bool broken = llvm::verifyModule(*m->module, &out);

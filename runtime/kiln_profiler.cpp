@@ -130,7 +130,7 @@ PipelineProfile *enter(const char *names) {
     }
     std::memset(p->ns, 0, sizeof(p->ns));
     p->calls = 0;
-    p->names = names;
+    __atomic_store_n(&p->names, names, __ATOMIC_RELEASE);
     __atomic_store_n(&f.count, f.count + 1, __ATOMIC_RELEASE);
     if (!f.at_exit) {
         f.at_exit = true;
@@ -189,7 +189,10 @@ int32_t kiln_profiler_switch(const char *names, int32_t id, int32_t mode) {
         t = ThreadState{p, p && id >= 0 && id < p->funcs ? id : -1, now};
         return -1;
     }
-    PipelineProfile *p = t.pipeline && t.pipeline->names == names ? t.pipeline : by_pointer(names);
+    PipelineProfile *p =
+        t.pipeline && __atomic_load_n(&t.pipeline->names, __ATOMIC_ACQUIRE) == names
+            ? t.pipeline
+            : by_pointer(names);
     int32_t previous = -1;
     if (p && t.pipeline == p) {
         previous = t.current;
