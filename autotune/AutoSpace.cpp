@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "apps/Builtin.h"
+#include "codegen/MathCost.h"
 #include "codegen/Target.h"
 #include "lang/IROperator.h"
 #include "lang/IRVisitor.h"
@@ -17,6 +18,10 @@
 namespace kiln::autotune {
 
 namespace {
+
+/// A producer's math functions cost this many instructions per point or more: a transcendental
+/// (exp, log, tanh, pow, sin, cos), not sqrt, floor or abs.
+constexpr double expensive_math_ops = 8.0;
 
 /// What the space needs to know about the pipeline, read once from a built instance.
 struct Shape {
@@ -57,6 +62,12 @@ struct Shape {
         int64_t lane_extent = 0;
         /// The output's stages that call it: 0 its pure definition, u + 1 its update u.
         std::vector<int> out_stages;
+        /// The calls of it in the other stages' definitions: an inlined producer is computed
+        /// once per call.
+        int call_sites = 0;
+        /// What its definitions' math functions cost per point, in instructions of the
+        /// output's vector width (codegen/MathCost.h: exp ~30, sqrt 1).
+        double math_ops = 0;
         /// Per dimension: every read of it indexes the dimension with the reader's pure variable
         /// of the same name, here and in every producer that reads it up to the output, so its
         /// region per tile of the output is the tile, whose size is a constant.
@@ -122,6 +133,56 @@ std::set<std::string> images_read(const Func &f) {
         names.insert(more.begin(), more.end());
     }
     return names;
+}
+
+/// The calls of Func `name` in the definitions of `stages` (other than its own).
+int call_sites(const std::vector<Func> &stages, const std::string &name) {
+    class Calls : public IRVisitor {
+    public:
+        explicit Calls(std::string n) : name(std::move(n)) {}
+        std::string name;
+        int count = 0;
+
+    protected:
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func && op->name == name) count++;
+            IRVisitor::visit(op);
+        }
+    } v(name);
+    for (const Func &f : stages) {
+        if (f.name() == name) continue;
+        for (const Definition *d : definitions(f)) {
+            for (const Expr &e : d->values)
+                v.include(e);
+            for (const Expr &e : d->args)
+                v.include(e);
+        }
+    }
+    return v.count;
+}
+
+/// What the math functions in a Func's definitions cost per point on `lanes`-wide vectors, in
+/// instructions of that width (codegen's own expansion, codegen/MathCost.h).
+double math_ops(const Func &f, int lanes) {
+    class Math : public IRVisitor {
+    public:
+        int lanes = 1;
+        double ops = 0;
+
+    protected:
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Math && op->type.is_float())
+                ops += math_call_operations(op->name, op->type.with_lanes(lanes));
+            IRVisitor::visit(op);
+        }
+    } v;
+    v.lanes = lanes;
+    for (const Definition *d : definitions(f))
+        for (const Expr &e : d->values)
+            v.include(e);
+    return v.ops;
 }
 
 /// The constant extent of the first dimension of `name` that the other stages read (calls with
@@ -242,6 +303,10 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
             prod.reductions.emplace_back(u, rvars);
             prod.inner_rextents.push_back(as_const_int(d.rdom->vars.front().extent).value_or(0));
         }
+        std::vector<Func> readers = inst.stages;
+        readers.push_back(f);
+        prod.call_sites = call_sites(readers, prod.name);
+        prod.math_ops = math_ops(p, s.lanes);
         s.producers.push_back(std::move(prod));
     }
     for (const Func &c : inst.stages) {
@@ -592,6 +657,15 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
                                [](const std::string &w) { return w != "inline" && w != "root"; }),
                 where.end());
         space.add_choice(p.name + "_at", where);
+        // A producer whose math functions cost more than a few instructions (a transcendental:
+        // softmax's exponentials) and that is called more than once is computed once per call
+        // when inlined: a new run draws that a quarter as often as each place that stores it
+        // (TVM's AutoInline refuses to inline exp on CPUs; here it stays in the space).
+        if (where.front() == "inline" && p.call_sites > 1 && p.math_ops >= expensive_math_ops) {
+            std::vector<double> w(where.size(), 1.0);
+            w.front() = 0.25;
+            space.set_weights(p.name + "_at", w);
+        }
         if (p.dims > 0) space.add_bool(p.name + "_vectorize");
     }
 

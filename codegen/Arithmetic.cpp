@@ -1,10 +1,13 @@
 #include "codegen/Arithmetic.h"
 
 #include <map>
+#include <mutex>
+#include <set>
 
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 
+#include "codegen/MathCost.h"
 #include "codegen/VectorMath.h"
 #include "lang/Error.h"
 
@@ -121,6 +124,53 @@ llvm::Value *codegen_math_call(llvm::IRBuilderBase &b, const std::string &name, 
     internal_assert(it != intrinsics.end(), "codegen: unknown math function '", name, "'");
     // The backend computes vectors of exp, log, pow, sin and cos with one libm call per lane.
     return b.CreateIntrinsic(it->second, {args[0]->getType()}, args);
+}
+
+double math_call_operations(const std::string &name, Type t) {
+    static std::mutex mutex;
+    static std::map<std::pair<std::string, std::string>, double> measured;
+    const std::lock_guard<std::mutex> lock(mutex);
+    const auto key = std::make_pair(name, t.to_string());
+    if (auto it = measured.find(key); it != measured.end()) return it->second;
+    internal_assert(t.is_float(), "math_call_operations: ", name, " of type ", t);
+    llvm::LLVMContext context;
+    llvm::Module module("kiln.math_cost", context);
+    llvm::Type *scalar = t.bits == 64   ? llvm::Type::getDoubleTy(context)
+                         : t.bits == 16 ? llvm::Type::getHalfTy(context)
+                                        : llvm::Type::getFloatTy(context);
+    llvm::Type *type =
+        t.is_vector() ? llvm::FixedVectorType::get(scalar, unsigned(t.lanes)) : scalar;
+    const size_t arity = name == "pow" ? 2 : name == "fma" ? 3 : 1;
+    llvm::Function *fn = llvm::Function::Create(
+        llvm::FunctionType::get(type, std::vector<llvm::Type *>(arity, type), false),
+        llvm::Function::ExternalLinkage, "cost", module);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", fn));
+    std::vector<llvm::Value *> args;
+    for (llvm::Argument &a : fn->args())
+        args.push_back(&a);
+    b.CreateRet(codegen_math_call(b, name, t, t, args));
+    // LLVM's intrinsics that the backend lowers to one libm call per lane.
+    static const std::set<llvm::Intrinsic::ID> libm = {llvm::Intrinsic::exp, llvm::Intrinsic::log,
+                                                       llvm::Intrinsic::pow, llvm::Intrinsic::sin,
+                                                       llvm::Intrinsic::cos};
+    double cost = 0;
+    const double lanes = double(t.lanes);
+    for (const llvm::BasicBlock &block : *fn) {
+        for (const llvm::Instruction &inst : block) {
+            if (llvm::isa<llvm::ReturnInst>(inst)) continue;
+            const auto *call = llvm::dyn_cast<llvm::CallInst>(&inst);
+            const llvm::Function *callee = call ? call->getCalledFunction() : nullptr;
+            if (callee && !callee->isIntrinsic())
+                cost += libm_call_operations; // one lane's call in a per-lane loop
+            else if (callee && libm.count(callee->getIntrinsicID()))
+                cost += libm_call_operations * lanes;
+            else
+                cost += 1;
+        }
+    }
+    cost = std::max(1.0, cost);
+    measured.emplace(key, cost);
+    return cost;
 }
 
 } // namespace kiln

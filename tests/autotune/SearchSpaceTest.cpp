@@ -18,6 +18,7 @@
 #include "autotune/SearchSpace.h"
 #include "autotune/Strategy.h"
 #include "autotune/Templates.h"
+#include "codegen/MathCost.h"
 #include "codegen/Target.h"
 #include "lang/Error.h"
 #include "lang/IRVisitor.h"
@@ -259,6 +260,38 @@ TEST(AutoSpace, NewRunsDrawTheNaturalVectorWidthAndParallelLoopsMostOften) {
         EXPECT_EQ(vector.weights[i], w == lanes ? 4.0 : w == 2 * lanes ? 2.0 : 1.0) << w;
     }
     EXPECT_EQ(parallel.weights, (std::vector<double>{1.0, 3.0}));
+}
+
+// A producer of exponentials that two stages read (softmax's e: its row sum and the output) is
+// computed twice when inlined: a new run draws inlining it a quarter as often as each place that
+// stores it. Producers without a transcendental (harris's gray, Ix, Iy, read by several stages;
+// layernorm's mean and rstd, whose sqrt is one instruction) keep uniform draws.
+TEST(AutoSpace, NewRunsRarelyInlineAnExpensiveProducerReadTwice) {
+    apps::register_builtin_operators();
+    SearchSpace softmax = auto_space(apps::find_operator("softmax"), {64, 64}, Target::host());
+    const Knob &e = softmax.knobs()[size_t(softmax.knob_index("e_at"))];
+    ASSERT_EQ(e.values.front().get<std::string>(), "inline");
+    ASSERT_EQ(e.weights.size(), e.values.size());
+    EXPECT_EQ(e.weights.front(), 0.25);
+    for (size_t i = 1; i < e.weights.size(); i++)
+        EXPECT_EQ(e.weights[i], 1.0) << e.values[i].dump();
+    for (const char *name : {"harris", "layernorm", "blur"}) {
+        const apps::Operator &op = apps::find_operator(name);
+        SearchSpace s = auto_space(op, {64, 64}, Target::host());
+        for (const Knob &k : s.knobs()) {
+            if (k.name.size() > 3 && k.name.substr(k.name.size() - 3) == "_at") {
+                EXPECT_TRUE(k.weights.empty()) << name << ": " << k.name;
+            }
+        }
+    }
+    // Drawn by the weights: inline in 0.25 / (0.25 + stored places) of the draws.
+    std::mt19937_64 rng(5);
+    int inlined = 0;
+    const int draws = 4000;
+    for (int i = 0; i < draws; i++)
+        inlined += softmax.to_json(softmax.random(rng))["e_at"] == "inline";
+    const double expected = 0.25 / (0.25 + double(e.values.size() - 1));
+    EXPECT_NEAR(double(inlined) / draws, expected, 0.02);
 }
 
 // repair walks an invalid config to a valid one by redrawing one knob at a time, keeping
@@ -508,6 +541,39 @@ TEST(Features, SeeVectorWidthAndParallelLoops) {
     EXPECT_EQ(at(a, "parallel_loops"), 0);
     EXPECT_EQ(at(b, "parallel_loops"), 1);
     EXPECT_GT(at(a, "log2_flops"), 0);
+}
+
+// A math function counts what codegen emits for it (codegen/MathCost.h), not one flop: exp of
+// 16 float32 lanes is an inline polynomial of ~30 instructions, exp of a scalar a libm call.
+TEST(Features, AMathFunctionCostsWhatCodegenEmitsForIt) {
+    auto flops = [](Expr value) {
+        LoweredFunc f;
+        f.name = "f";
+        const int lanes = value.type().lanes;
+        Expr x = Variable::make(Int(32), "x");
+        Expr index = lanes > 1 ? Ramp::make(x * lanes, Expr(1), lanes) : x;
+        f.body = For::make("x", 0, 64, ForType::Serial, Store::make("out", value, index));
+        apps::OperatorInstance inst;
+        const auto &names = feature_names();
+        std::vector<float> v = loop_nest_features(f, inst);
+        return v[size_t(std::find(names.begin(), names.end(), "log2_flops") - names.begin())];
+    };
+    Expr v16 =
+        Load::make(Float(32, 16), "in", Ramp::make(Variable::make(Int(32), "x") * 16, Expr(1), 16));
+    const double exp16 = math_call_operations("exp", Float(32, 16));
+    EXPECT_GE(exp16, 8.0);
+    EXPECT_LE(exp16, 40.0);
+    EXPECT_FLOAT_EQ(flops(exp(v16)), std::log2(1.0 + 64 * 16 * exp16));
+    EXPECT_FLOAT_EQ(flops(v16 + v16), std::log2(1.0 + 64 * 16));
+    Expr v1 = Load::make(Float(32), "in", Variable::make(Int(32), "x"));
+    EXPECT_EQ(math_call_operations("exp", Float(32)), libm_call_operations);
+    EXPECT_FLOAT_EQ(flops(exp(v1)), std::log2(1.0 + 64 * libm_call_operations));
+    // LLVM calls libm once per lane for exp of a float64 vector.
+    EXPECT_EQ(math_call_operations("exp", Float(64, 8)), 8 * libm_call_operations);
+    for (const char *cheap : {"sqrt", "floor", "ceil", "round", "abs", "fma"})
+        EXPECT_EQ(math_call_operations(cheap, Float(32, 16)), 1.0) << cheap;
+    EXPECT_GE(math_call_operations("log", Float(32, 16)), 8.0);
+    EXPECT_GE(math_call_operations("tanh", Float(32, 16)), 8.0);
 }
 
 TEST(Features, EvaluateLoopExtentsWithTheIRsEuclideanDivision) {
