@@ -187,6 +187,12 @@ bool closing_times_settled(const std::vector<double> &ms);
 /// (`hand_ms`): the challenger.
 bool closing_pair_settled(const std::vector<double> &best_ms, const std::vector<double> &hand_ms);
 
+/// How many times the closing round measures a crowned config that has no closing time yet (the
+/// crown moved to a config measured once, in the search) beside the hand schedule, beyond the
+/// --remeasure pairs: so the crown stands on a closing measurement unless the machine keeps
+/// slowing the re-measured configs down past this many.
+constexpr int max_fresh_crowns = 8;
+
 /// The median of `ms` (the mean of the middle two for an even count); `ms` is not empty.
 double median_of(std::vector<double> ms);
 

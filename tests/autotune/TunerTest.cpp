@@ -1170,6 +1170,55 @@ TEST(Tuner, ACrownedHandScheduleIsChallengedByACloseRunnerUp) {
     }
 }
 
+// The crown stands on a closing measurement even when every re-measured config turns out
+// slower than its search time. Five configs (the hand schedule's trace under other names) carry
+// one impossibly fast time each from an earlier run, so each one the closing round measures
+// loses the crown to the next; with --remeasure 1 the top config, one extra and one pair cannot
+// reach the fourth. The closing round measures each newly crowned config beside the hand
+// schedule (max_fresh_crowns) until the crowned one has a closing time.
+TEST(Tuner, TheCrownedConfigHasAClosingTimeEvenWhenEachReMeasuredConfigLosesTheCrown) {
+    TempDir dir;
+    std::ostringstream out, err;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.trials = 1;
+    TuneResult first = tune(o, out, err); // records the hand schedule's config
+    ASSERT_TRUE(first.hand_ms) << out.str() << err.str();
+    int64_t t = 0, w = 0;
+    std::vector<int64_t> planted;
+    {
+        auto db = tuning_db::Database::open(o.db_path);
+        blur_64x48_ids(db, t, w);
+        std::string hand_trace;
+        for (const tuning_db::BestConfig &b : db.top_k(w, t, 100))
+            if (b.config.config_json == R"({"baseline":"hand"})") hand_trace = b.config.trace_json;
+        ASSERT_FALSE(hand_trace.empty()) << out.str();
+        for (int i = 0; i < 5; i++) {
+            const std::string name = "lucky" + std::to_string(i);
+            planted.push_back(
+                db.config_id(name, R"({"lucky":)" + std::to_string(i) + "}", hand_trace));
+            record_time(db, w, t, planted.back(), 1e-6 * (1 + 0.01 * i));
+        }
+    }
+    o.remeasure = 1;
+    std::ostringstream out2;
+    TuneResult r = tune(o, out2, err);
+    auto db = tuning_db::Database::open_existing(o.db_path);
+    std::map<int64_t, int> closing; // config id -> its ok measurements in this run
+    for (const tuning_db::Measurement &m : db.history(w, t))
+        if (m.status == tuning_db::Status::ok && m.run_id == r.run_id) closing[m.config_id]++;
+    std::optional<tuning_db::BestConfig> best = db.best(w, t);
+    ASSERT_TRUE(best) << out2.str();
+    EXPECT_EQ(best->config.config_json, r.best_config_json);
+    EXPECT_GE(closing[best->config.id], 1) << out2.str();
+    // More than --remeasure's top config, extra and pair: at least four of the five measured.
+    int measured = 0;
+    for (int64_t id : planted)
+        measured += closing[id] > 0;
+    EXPECT_GE(measured, 4) << out2.str();
+    ASSERT_TRUE(r.closing_best_ms && r.closing_hand_ms) << out2.str();
+    EXPECT_NE(out2.str().find("both re-measured at the end"), std::string::npos) << out2.str();
+}
+
 // `kiln profile`: the hand schedule or the database's best, compiled for a profiling target,
 // and each Func's thread time over the timed runs; a --db without a record is a clear error.
 TEST(KilnProfile, PrintsEachFuncsTimeForTheHandScheduleAndTheDatabasesBest) {
