@@ -37,11 +37,16 @@ OperatorInstance make_blur(const std::vector<int64_t> &shape, Type t, const std:
     return inst;
 }
 
-// Strips of 32 output rows in parallel, each row vectorized across x (16 floats or 32 uint16
-// per zmm), with blur_x inlined: each output reads its 3 x 3 window straight from the input
-// (9 loads per vector, all L1 hits), so the input is streamed once, row by row, with no
-// intermediate buffer and no recomputed rows. This measured faster here than tiles of 256 x 32
-// with blur_x computed per tile (Halide's sliding window has no kiln equivalent yet).
+// Tiles of one vector by 6 rows (16 x 6 floats, 32 x 6 uint16 with AVX-512), the rows of tiles
+// in parallel: per tile, blur_x is computed into a small buffer (8 rows of one vector, in L1),
+// three loads and adds per vector, then each output vector adds three of its rows. So each input
+// vector is loaded three times and each output costs ~6.7 loads and adds where blur_x inlined
+// costs 9 loads and 8 adds, and a row of tiles walks 8 input rows and 6 output rows at once, few
+// enough streams for the hardware prefetchers. On the AMD EPYC Zen 4 (4096², interleaved) this
+// ran 1.5-1.6x the schedule it replaced on 1 thread (6.2-6.8 against 10.2-10.6 ms) and 1.2-1.3x
+// on 2, blur_u16 1.3-1.4x: strips of 32 rows with blur_x inlined, each output reading its 3 x 3
+// window (docs/BENCHMARKS.md). The tuner's automatic space found it first (docs/AUTOTUNE.md);
+// 8 rows per tile (10 rows of blur_x, 18 streams) measured 1.2x slower than 6, 4 rows 5-10%.
 // The GPU kernel (target.gpu != None), as knobs whose defaults are the hand schedule: a block
 // per tile_x x tile_y (32 x 6) tile of the output, a thread per output; with blur_x_at shared
 // (the default) the block first computes its tile of blur_x, two rows taller, into shared
@@ -72,10 +77,10 @@ void schedule_blur_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
     if (shared) blur_x.compute_at(blur_y, xo).store_in(MemoryType::GPUShared).gpu_threads(x, y);
 }
 
-// The CPU schedule, as knobs whose defaults are the hand schedule above (strips of rows), the
-// template the tuner searches: strips or tiles of the output (tile_x x tile_y; a strip is
-// tile_y rows), the vector width, where blur_x is computed, whether a tile's rows are unrolled,
-// and whether strips or tile rows run in parallel.
+// The CPU schedule, as knobs whose defaults are the hand schedule above (tiles of one vector by
+// 6 rows), the template the tuner searches: tiles or strips of the output (tile_x x tile_y; a
+// strip is tile_y rows), the vector width, where blur_x is computed, whether a tile's rows are
+// unrolled, and whether tile rows or strips run in parallel.
 void schedule_blur(OperatorInstance &inst, GeneratorContext &ctx) {
     const Target &target = ctx.target();
     if (target.has_gpu()) return schedule_blur_gpu(inst, ctx);
@@ -85,14 +90,16 @@ void schedule_blur(OperatorInstance &inst, GeneratorContext &ctx) {
     std::vector<int64_t> lane_values;
     for (int l = std::max(2, vec / 2); l <= 2 * vec; l *= 2)
         lane_values.push_back(l);
-    const bool strips = ctx.knob_choice("layout", {"strips", "tiles"}) == "strips";
-    const std::vector<int64_t> tile_x_values = powers_of_two(8, 1024);
+    const bool strips = ctx.knob_choice("layout", {"tiles", "strips"}) == "strips";
+    const int lanes = int(ctx.knob("lanes", hand_first(std::min<int64_t>(vec, W), lane_values)));
+    // The hand tile: one vector wide (at least 8, tile_x's smallest value), 6 rows.
+    const std::vector<int64_t> tile_x_values =
+        hand_first(std::max<int64_t>(8, halved_to_fit(vec, W)), powers_of_two(8, 1024));
     const int tile_x = int(ctx.knob("tile_x", tile_x_values));
     const int tile_y =
-        int(ctx.knob("tile_y", hand_first(std::min<int64_t>(32, H), powers_of_two(1, 128))));
-    const int lanes = int(ctx.knob("lanes", hand_first(std::min<int64_t>(vec, W), lane_values)));
-    const std::string at = ctx.knob_choice("blur_x_at", {"inline", "tile", "row", "root"});
-    const bool unroll_y = ctx.knob("unroll_y", {0, 1}) != 0;
+        int(ctx.knob("tile_y", hand_first(halved_to_fit(6, H), powers_of_two(1, 128))));
+    const std::string at = ctx.knob_choice("blur_x_at", {"tile", "inline", "row", "root"});
+    const bool unroll_y = ctx.knob("unroll_y", {1, 0}) != 0;
     const bool parallel = ctx.knob("parallel", {1, 0}) != 0;
     ctx.constraint("tile_y <= H", tile_y <= std::max<int64_t>(H, 1));
     ctx.constraint("tiles: lanes <= tile_x <= W; strips: tile_x at its first value",
