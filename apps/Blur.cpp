@@ -43,8 +43,8 @@ OperatorInstance make_blur(const std::vector<int64_t> &shape, Type t, const std:
 // vector is loaded three times and each output costs ~6.7 loads and adds where blur_x inlined
 // costs 9 loads and 8 adds, and a row of tiles walks 8 input rows and 6 output rows at once, few
 // enough streams for the hardware prefetchers. On the AMD EPYC Zen 4 (4096², interleaved) this
-// ran 1.5-1.6x the schedule it replaced on 1 thread (6.2-6.8 against 10.2-10.6 ms) and 1.2-1.3x
-// on 2, blur_u16 1.3-1.4x: strips of 32 rows with blur_x inlined, each output reading its 3 x 3
+// ran 1.4-1.6x the schedule it replaced on 1 thread (7.0-7.9 against 9.9-11.2 ms) and 1.2x on 2,
+// blur_u16 1.0-1.15x: strips of 32 rows with blur_x inlined, each output reading its 3 x 3
 // window (docs/BENCHMARKS.md). The tuner's automatic space found it first (docs/AUTOTUNE.md);
 // 8 rows per tile (10 rows of blur_x, 18 streams) measured 1.2x slower than 6, 4 rows 5-10%.
 // The GPU kernel (target.gpu != None), as knobs whose defaults are the hand schedule: a block

@@ -1119,6 +1119,34 @@ TEST(Tuner, TheBestAndTheHandScheduleAreReMeasuredInPairsUntilTheyAgree) {
         << out.str();
 }
 
+namespace {
+
+/// A database in which blur 64x48 was tuned for one trial (so the hand schedule's config is
+/// recorded), its ids, and the hand schedule's config id (0 when missing) and trace.
+struct BlurWithHand {
+    TuneOptions o;
+    int64_t t = 0, w = 0, hand = 0;
+    std::string hand_trace, log;
+};
+BlurWithHand blur_with_hand(const std::string &db_path) {
+    BlurWithHand r;
+    r.o = quick("blur", {64, 48}, db_path);
+    r.o.trials = 1;
+    std::ostringstream out, err;
+    tune(r.o, out, err);
+    r.log = out.str() + err.str();
+    auto db = tuning_db::Database::open(db_path);
+    blur_64x48_ids(db, r.t, r.w);
+    for (const tuning_db::BestConfig &b : db.top_k(r.w, r.t, 100)) {
+        if (b.config.config_json != R"({"baseline":"hand"})") continue;
+        r.hand = b.config.id;
+        r.hand_trace = b.config.trace_json;
+    }
+    return r;
+}
+
+} // namespace
+
 // A crowned hand schedule is challenged by the best other config when that one is within
 // closing_tolerance of it: the two are measured in pairs as a crowned config and the hand are.
 // Here the hand schedule's config is given eight impossibly fast times (so it stays crowned) and
@@ -1126,23 +1154,15 @@ TEST(Tuner, TheBestAndTheHandScheduleAreReMeasuredInPairsUntilTheyAgree) {
 // closing measurements must come in pairs with the hand's.
 TEST(Tuner, ACrownedHandScheduleIsChallengedByACloseRunnerUp) {
     TempDir dir;
-    std::ostringstream out, err;
-    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
-    o.trials = 1;
-    TuneResult first = tune(o, out, err); // records the hand schedule's config
-    ASSERT_TRUE(first.hand_ms) << out.str() << err.str();
-    int64_t t = 0, w = 0, rival = 0, hand = 0;
+    BlurWithHand first = blur_with_hand(dir / "k.db");
+    ASSERT_NE(first.hand, 0) << first.log;
+    TuneOptions o = first.o;
+    std::ostringstream err;
+    const int64_t t = first.t, w = first.w, hand = first.hand;
+    int64_t rival = 0;
     {
         auto db = tuning_db::Database::open(o.db_path);
-        blur_64x48_ids(db, t, w);
-        std::string hand_trace;
-        for (const tuning_db::BestConfig &b : db.top_k(w, t, 100)) {
-            if (b.config.config_json != R"({"baseline":"hand"})") continue;
-            hand = b.config.id;
-            hand_trace = b.config.trace_json;
-        }
-        ASSERT_NE(hand, 0) << out.str();
-        rival = db.config_id("rival", R"({"rival":1})", hand_trace);
+        rival = db.config_id("rival", R"({"rival":1})", first.hand_trace);
         // Eight each: the medians stay on them whatever the (at most five) real measurements.
         for (int i = 0; i < 8; i++) {
             record_time(db, w, t, hand, 1e-6);
@@ -1178,24 +1198,18 @@ TEST(Tuner, ACrownedHandScheduleIsChallengedByACloseRunnerUp) {
 // schedule (max_fresh_crowns) until the crowned one has a closing time.
 TEST(Tuner, TheCrownedConfigHasAClosingTimeEvenWhenEachReMeasuredConfigLosesTheCrown) {
     TempDir dir;
-    std::ostringstream out, err;
-    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
-    o.trials = 1;
-    TuneResult first = tune(o, out, err); // records the hand schedule's config
-    ASSERT_TRUE(first.hand_ms) << out.str() << err.str();
-    int64_t t = 0, w = 0;
+    BlurWithHand first = blur_with_hand(dir / "k.db");
+    ASSERT_NE(first.hand, 0) << first.log;
+    TuneOptions o = first.o;
+    std::ostringstream err;
+    const int64_t t = first.t, w = first.w;
     std::vector<int64_t> planted;
     {
         auto db = tuning_db::Database::open(o.db_path);
-        blur_64x48_ids(db, t, w);
-        std::string hand_trace;
-        for (const tuning_db::BestConfig &b : db.top_k(w, t, 100))
-            if (b.config.config_json == R"({"baseline":"hand"})") hand_trace = b.config.trace_json;
-        ASSERT_FALSE(hand_trace.empty()) << out.str();
         for (int i = 0; i < 5; i++) {
             const std::string name = "lucky" + std::to_string(i);
             planted.push_back(
-                db.config_id(name, R"({"lucky":)" + std::to_string(i) + "}", hand_trace));
+                db.config_id(name, R"({"lucky":)" + std::to_string(i) + "}", first.hand_trace));
             record_time(db, w, t, planted.back(), 1e-6 * (1 + 0.01 * i));
         }
     }
