@@ -110,6 +110,10 @@ void schedule_blur(OperatorInstance &inst, GeneratorContext &ctx) {
 
     Func blur_y = inst.output, blur_x = inst.stages[0];
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    // Constant loop extents and buffer sizes (the shape is the instance's, as in the automatic
+    // space's schedules): without them, each tile recomputed its shifted-inward index and the
+    // kernel ran 1.2-1.25x slower on 1 thread.
+    blur_y.bound(x, 0, int(W)).bound(y, 0, int(H));
     if (strips) {
         blur_y.split(y, yo, yi, tile_y).vectorize(x, lanes);
     } else {
