@@ -415,6 +415,7 @@ void Tuner::record(const Candidate &c, Status status, const std::vector<double> 
     m.spread_ms = spread;
     m.compile_ms = compile_ms;
     m.error = error;
+    m.closing = c.kind == Candidate::Kind::remeasure;
     int64_t id = db.record_measurement(m);
     in_flight.erase(c.hash);
     tried.insert(c.hash);
@@ -810,24 +811,9 @@ void Tuner::remeasure_best() {
             if (hand && b.config.hash == hand->hash) hand.reset(); // re-measured as one of them
     }
     if (hand) queue.push_back(*hand);
-    std::set<std::string> timed{hand_hash};
-    for (const tuning_db::BestConfig &b : top) {
+    for (const tuning_db::BestConfig &b : top)
         queue_remeasure(b);
-        timed.insert(b.config.hash);
-    }
     drive(false);
-    // When the closing round runs slower than the search did (a busier or hotter machine), the
-    // re-measured configs' medians rise and one measured once during the search can overtake
-    // them on its single earlier time (conv2d 64x64x56x56, 2 threads: the top three at 1.13 ms
-    // in the search, 1.64-1.70 ms at the end, and a 1.148 ms config crowned without a second
-    // measurement). Re-measure whichever is best now, up to opt.remeasure more configs, so that
-    // the crowned config has a closing measurement beside the hand schedule's.
-    for (int extra = 0; extra < opt.remeasure && !stopping(); extra++) {
-        std::optional<tuning_db::BestConfig> now = db.best(workload_id, target_id);
-        if (!now || !timed.insert(now->config.hash).second) break;
-        queue_remeasure(*now);
-        drive(false);
-    }
     settle_against_hand();
 }
 
@@ -854,34 +840,20 @@ void Tuner::queue_remeasure(const tuning_db::BestConfig &b) {
 // within closing_tolerance of it: the hand's crown may stand on a lucky measurement too, and
 // losing a real win is the other way the closing round can be wrong.
 //
-// The crown must also stand on a closing measurement. While the machine runs slower than it did
-// during the search, each re-measured config's median rises and the crown passes to one measured
-// once, in the search (softmax 4096², 2 threads, on the AMD EPYC: the top configs' closing times
-// 8.8-9.0 ms against 5.3-5.4 in the search, and a config timed once at 5.43 ms crowned after the
-// pairs ran out). So a pair whose crowned config has no closing time yet does not count against
-// --remeasure, up to max_fresh_crowns of them.
+// The crown stands on closing times. The closing round is this run's own (db.best with run_id):
+// its contenders, the configs it timed, rank first by their closing times only (BestConfig), so
+// a config timed once during the search cannot take the crown from them when the machine runs
+// slower at the end than it did then (softmax 4096², 2 threads, on the AMD EPYC: the top
+// configs' closing times 8.8-9.0 ms against 5.3-5.4 in the search; ranked by medians over all
+// their measurements, the crown walked down the table to configs timed once).
 void Tuner::settle_against_hand() {
     if (!hand_remeasure) return;
-    int pairs = 0, fresh_crowns = 0;
-    while (pairs < opt.remeasure && !stopping()) {
-        std::optional<tuning_db::BestConfig> now = db.best(workload_id, target_id);
-        if (!now) return;
-        if (now->config.hash != hand_hash) {
-            if (closing_pair_settled(closing_ms[now->config.hash], closing_ms[hand_hash])) return;
-            if (closing_ms[now->config.hash].empty() && fresh_crowns < max_fresh_crowns)
-                fresh_crowns++;
-            else
-                pairs++;
-            queue_remeasure(*now);
-        } else {
-            pairs++;
-            std::optional<tuning_db::BestConfig> rival;
-            for (const tuning_db::BestConfig &b : db.top_k(workload_id, target_id, 2))
-                if (b.config.hash != hand_hash && !rival) rival = b;
-            if (!rival || rival->median_ms > now->median_ms * (1 + closing_tolerance)) return;
-            if (closing_pair_settled(closing_ms[hand_hash], closing_ms[rival->config.hash])) return;
-            queue_remeasure(*rival);
-        }
+    for (int pairs = 0; pairs < opt.remeasure && !stopping(); pairs++) {
+        std::vector<tuning_db::BestConfig> top = db.top_k(workload_id, target_id, 2, run_id);
+        std::optional<std::string> next = next_closing_pair(top, hand_hash, closing_ms);
+        if (!next) return;
+        for (const tuning_db::BestConfig &b : top)
+            if (b.config.hash == *next) queue_remeasure(b);
         queue.push_back(*hand_remeasure);
         drive(false);
     }
@@ -911,9 +883,11 @@ void Tuner::print_summary(const std::optional<tuning_db::BestConfig> &b) {
                       op.work_unit.c_str(), op.name.c_str(), apps::shape_to_string(shape).c_str());
         out << buf;
         if (b->measurements > 1) {
-            // Re-measured: its time is the median of its ok measurements (tuning_db::BestConfig).
-            std::snprintf(buf, sizeof buf, "the median of %lld measurements, %.4g .. %.4g ms",
-                          (long long)b->measurements, b->min_ms, b->max_ms);
+            // Re-measured: its time is the median of its ok measurements, those of the closing
+            // round when it is a contender of one (tuning_db::BestConfig).
+            std::snprintf(buf, sizeof buf, "the median of %lld measurements%s, %.4g .. %.4g ms",
+                          (long long)b->measurements,
+                          b->closing_run_id ? " in the closing round" : "", b->min_ms, b->max_ms);
             out << buf;
             if (b->unstable()) {
                 std::snprintf(buf, sizeof buf,
@@ -964,16 +938,6 @@ void Tuner::print_summary(const std::optional<tuning_db::BestConfig> &b) {
                           *result.closing_hand_ms, *result.closing_best_ms,
                           result.closing_hand_measurements, result.closing_best_measurements,
                           *result.closing_hand_ms / *result.closing_best_ms);
-            out << buf;
-        } else if (result.closing_hand_ms && result.hand_ms) {
-            // The crown moved to a config with no closing time after max_fresh_crowns tries:
-            // both first times, and the summary says why.
-            std::snprintf(buf, sizeof buf,
-                          "speedup over the hand schedule (%.4g ms), by first times: %.2fx (the "
-                          "best was not re-measured at the end: the closing round kept measuring "
-                          "the crowned configs slower than the search had; measure again on a "
-                          "quieter machine)\n",
-                          *result.hand_ms, *result.hand_ms / *result.best_ms);
             out << buf;
         } else {
             speedup("hand", result.hand_ms);
@@ -1035,7 +999,10 @@ TuneResult Tuner::run() {
         }
     }
 
-    std::optional<tuning_db::BestConfig> b = db.best(workload_id, target_id);
+    // The crown of this run's closing round, which stands now that the run is finished (a
+    // stopped run's does not: then, as for `kiln db best`, the medians over all measurements).
+    std::optional<tuning_db::BestConfig> b =
+        db.best(workload_id, target_id, result.interrupted ? 0 : run_id);
     if (b) take_best(*b, result);
     auto closing = [&](const std::string &hash, int &count) -> std::optional<double> {
         auto it = closing_ms.find(hash);
@@ -1144,6 +1111,26 @@ bool closing_times_settled(const std::vector<double> &ms) {
 bool closing_pair_settled(const std::vector<double> &best_ms, const std::vector<double> &hand_ms) {
     return closing_times_settled(best_ms) && closing_times_settled(hand_ms) &&
            median_of(best_ms) <= median_of(hand_ms);
+}
+
+std::optional<std::string>
+next_closing_pair(const std::vector<tuning_db::BestConfig> &top, const std::string &hand_hash,
+                  const std::map<std::string, std::vector<double>> &closing_ms) {
+    if (top.empty()) return std::nullopt;
+    auto times = [&](const std::string &hash) {
+        auto it = closing_ms.find(hash);
+        return it == closing_ms.end() ? std::vector<double>() : it->second;
+    };
+    const tuning_db::BestConfig &crown = top.front();
+    if (crown.config.hash != hand_hash) {
+        if (closing_pair_settled(times(crown.config.hash), times(hand_hash))) return std::nullopt;
+        return crown.config.hash;
+    }
+    if (top.size() < 2) return std::nullopt;
+    const tuning_db::BestConfig &rival = top[1];
+    if (rival.median_ms > crown.median_ms * (1 + closing_tolerance)) return std::nullopt;
+    if (closing_pair_settled(times(hand_hash), times(rival.config.hash))) return std::nullopt;
+    return rival.config.hash;
 }
 
 void take_best(const tuning_db::BestConfig &best, TuneResult &result) {

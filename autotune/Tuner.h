@@ -181,17 +181,21 @@ bool closing_times_settled(const std::vector<double> &ms);
 
 /// Whether the closing round may stop measuring the crowned config and the hand schedule in
 /// pairs: the closing times of both settled, and they agree with the crown (the best's closing
-/// median is not above the hand's; the crown is by the median over all measurements, so the two
-/// can disagree while the early ones still weigh in). When the hand schedule is crowned, the pairs
-/// are the hand schedule (`best_ms`) and the best other config within closing_tolerance of it
+/// median is not above the hand's; the crown is by the run's closing times in the database, which
+/// for a resumed run include its earlier invocations', so the two can disagree). When the hand
+/// schedule is crowned, the pairs are the hand schedule (`best_ms`) and the best other config
+/// within closing_tolerance of it
 /// (`hand_ms`): the challenger.
 bool closing_pair_settled(const std::vector<double> &best_ms, const std::vector<double> &hand_ms);
 
-/// How many times the closing round measures a crowned config that has no closing time yet (the
-/// crown moved to a config measured once, in the search) beside the hand schedule, beyond the
-/// --remeasure pairs: so the crown stands on a closing measurement unless the machine keeps
-/// slowing the re-measured configs down past this many.
-constexpr int max_fresh_crowns = 8;
+/// The closing round's next pair: the config to measure again beside the hand schedule, or none
+/// when the pair has settled (closing_pair_settled). `top` are the two best configs as the run's
+/// own closing round ranks them (Database::top_k with the run), `closing_ms` the closing times of
+/// this invocation by config hash. The crowned config when it is not the hand schedule; a crowned
+/// hand schedule's runner-up when that one is within closing_tolerance of it.
+std::optional<std::string>
+next_closing_pair(const std::vector<tuning_db::BestConfig> &top, const std::string &hand_hash,
+                  const std::map<std::string, std::vector<double>> &closing_ms);
 
 /// The median of `ms` (the mean of the middle two for an even count); `ms` is not empty.
 double median_of(std::vector<double> ms);

@@ -151,11 +151,14 @@ void cmd_list(const Options &o, std::ostream &out) {
 
 /// How a config's time was decided: "spread 0.1 ms" for one measurement, else "median of 3
 /// measurements, 1 ms .. 35 ms, unstable" (unstable: they disagree by more than
-/// tuning_db::unstable_ratio).
+/// tuning_db::unstable_ratio); "closing round of run 4, " first when the time is from a standing
+/// closing round (tuning_db::BestConfig).
 std::string measured_text(const BestConfig &b) {
-    if (b.measurements <= 1) return "spread " + fmt_ms(b.measurement.spread_ms);
-    std::string s = "median of " + std::to_string(b.measurements) + " measurements, " +
-                    fmt_ms(b.min_ms) + " .. " + fmt_ms(b.max_ms);
+    std::string s =
+        b.closing_run_id ? "closing round of run " + std::to_string(b.closing_run_id) + ", " : "";
+    if (b.measurements <= 1) return s + "spread " + fmt_ms(b.measurement.spread_ms);
+    s += "median of " + std::to_string(b.measurements) + " measurements, " + fmt_ms(b.min_ms) +
+         " .. " + fmt_ms(b.max_ms);
     return b.unstable() ? s + ", unstable" : s;
 }
 
@@ -198,7 +201,10 @@ void cmd_show(const Options &o, std::ostream &out) {
                 out << (first ? "" : ", ") << status << " " << n;
                 first = false;
             }
-            out << "), best " << fmt_ms(s.best_ms) << "\n";
+            // The best as `kiln db best` ranks it (a standing closing round's crown first).
+            std::optional<BestConfig> best = db.best(w.id, t.id);
+            out << "), best "
+                << fmt_ms(best ? std::optional<double>(best->median_ms) : std::nullopt) << "\n";
             for (const Statistics::PerStrategy &p : s.per_strategy) {
                 out << "    strategy " << p.strategy << ": " << p.runs << " runs, " << p.trials
                     << " trials, best " << fmt_ms(p.best_ms) << "\n";

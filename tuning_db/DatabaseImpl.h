@@ -32,6 +32,8 @@ constexpr int kMaxAttempts = 8;
 constexpr int64_t kRunStateItemsVersion = 4;
 /// The first schema version with the features and cost_models tables.
 constexpr int64_t kCostModelVersion = 5;
+/// The first schema version with measurements.closing.
+constexpr int64_t kClosingVersion = 6;
 
 /// Microseconds since the Unix epoch: the database's timestamps.
 int64_t now_us();
@@ -329,11 +331,11 @@ Upserted upsert_config(Impl &db, const std::string &hash, const std::string &con
 inline constexpr const char *kMeasurementColumns =
     "m.id, coalesce(m.run_id, 0), coalesce(r.uuid, ''), m.workload_id, m.target_id, m.config_id, "
     "c.hash, m.status, m.times_ms, m.median_ms, m.spread_ms, m.compile_ms, m.error, "
-    "m.timestamp_us";
+    "m.timestamp_us, m.closing";
 inline constexpr const char *kMeasurementJoins =
     " FROM measurements m JOIN configs c ON c.id = m.config_id"
     " LEFT JOIN tuning_runs r ON r.id = m.run_id ";
-constexpr int kMeasurementColumnCount = 14;
+constexpr int kMeasurementColumnCount = 15;
 
 /// The measurement of the row, its columns (kMeasurementColumns) from `first` on.
 Measurement read_measurement(const Query &q, int first, const std::string &path);

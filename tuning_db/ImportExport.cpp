@@ -48,6 +48,7 @@ public:
                            {"compile_ms", m.compile_ms},
                            {"error", m.error},
                            {"timestamp_us", m.timestamp_us}});
+            if (m.closing) out.back()["closing"] = true; // absent: false (older documents)
         }
         return out;
     }
@@ -457,6 +458,14 @@ private:
         x.rec.compile_ms = rd_.number(m, at, "compile_ms");
         x.rec.error = rd_.str(m, at, "error");
         x.timestamp_us = rd_.integer(m, at, "timestamp_us");
+        if (m.contains("closing")) {
+            if (!m.at("closing").is_boolean())
+                rd_.fail(at, "field 'closing' must be true or false");
+            x.rec.closing = m.at("closing").get<bool>();
+            if (x.rec.closing && x.run_uuid.empty())
+                rd_.fail(at, "field 'closing' is true but 'run' is empty: a closing measurement "
+                             "belongs to the run whose closing round took it");
+        }
         check_times(rd_, at, x.rec);
         return x;
     }
@@ -560,11 +569,11 @@ private:
                 continue;
             }
             Query(db_, "INSERT INTO measurements (run_id, workload_id, target_id, config_id, "
-                       "status, times_ms, median_ms, spread_ms, compile_ms, error, timestamp_us) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                       "status, times_ms, median_ms, spread_ms, compile_ms, error, timestamp_us, "
+                       "closing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
                 .bind(run, w, t, c, to_string(x.rec.status), times_to_json(x.rec.times_ms),
                       x.rec.median_ms, x.rec.spread_ms, x.rec.compile_ms, x.rec.error,
-                      x.timestamp_us)
+                      x.timestamp_us, int64_t(x.rec.closing))
                 .run();
             sum_.measurements_added++;
         }

@@ -37,6 +37,7 @@ Measurement read_measurement(const Query &q, int first, const std::string &path)
     m.compile_ms = q.dbl(first + 11);
     m.error = q.text(first + 12);
     m.timestamp_us = q.i64(first + 13);
+    m.closing = q.i64(first + 14) != 0;
     return m;
 }
 
@@ -72,13 +73,33 @@ double median_of_sorted(const std::vector<double> &v) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Workload rows with their measurement counts and best config time (read_workload's columns).
+/// Workload rows with their measurement counts (read_workload's columns); the best time is set by
+/// set_best_times.
 std::string workload_summary() {
-    return config_medians("m.workload_id", "FROM measurements m WHERE 1") +
-           ", best AS (SELECT k, min(med) AS ms FROM cfg GROUP BY k) "
-           "SELECT w.id, w.op, w.algorithm_hash, w.shape, w.types, count(m.id), "
-           "coalesce(sum(m.status = 'ok'), 0), max(b.ms) FROM workloads w LEFT JOIN measurements "
-           "m ON m.workload_id = w.id LEFT JOIN best b ON b.k = w.id ";
+    return "SELECT w.id, w.op, w.algorithm_hash, w.shape, w.types, count(m.id), "
+           "coalesce(sum(m.status = 'ok'), 0) FROM workloads w LEFT JOIN measurements m ON "
+           "m.workload_id = w.id ";
+}
+
+/// Each workload's best time: the best config's (Database::best, so a standing closing round's
+/// crown) on each target it has an ok measurement on, the fastest of those.
+void set_best_times(Impl &db, const Database &database, std::vector<WorkloadRecord> &workloads) {
+    for (WorkloadRecord &w : workloads) {
+        std::vector<int64_t> targets = db.read("listing a workload's targets", [&] {
+            std::vector<int64_t> out;
+            Query q(db, "SELECT DISTINCT target_id FROM measurements WHERE workload_id = ? AND "
+                        "status = 'ok' ORDER BY target_id");
+            q.bind(w.id);
+            while (q.step())
+                out.push_back(q.i64(0));
+            return out;
+        });
+        w.best_ms.reset();
+        for (int64_t t : targets) {
+            std::optional<BestConfig> b = database.best(w.id, t);
+            if (b && (!w.best_ms || b->median_ms < *w.best_ms)) w.best_ms = b->median_ms;
+        }
+    }
 }
 
 WorkloadRecord read_workload(const Query &q) {
@@ -87,7 +108,6 @@ WorkloadRecord read_workload(const Query &q) {
     w.key = {q.text(1), q.text(2), q.text(3), q.text(4)};
     w.measurements = q.i64(5);
     w.ok_measurements = q.i64(6);
-    w.best_ms = q.opt_dbl(7);
     return w;
 }
 
@@ -113,12 +133,14 @@ TargetRecord Database::target(int64_t target_id) const {
 
 WorkloadRecord Database::workload(int64_t workload_id) const {
     Impl &db = *impl_;
-    return db.read("reading a workload", [&] {
+    std::vector<WorkloadRecord> out{db.read("reading a workload", [&] {
         Query q(db, workload_summary() + "WHERE w.id = ? GROUP BY w.id");
         if (!q.bind(workload_id).step())
             db.fail_user(detail::str("no workload with id ", workload_id));
         return read_workload(q);
-    });
+    })};
+    set_best_times(db, *this, out);
+    return out.front();
 }
 
 std::vector<TargetRecord> Database::targets() const {
@@ -134,19 +156,21 @@ std::vector<TargetRecord> Database::targets() const {
 
 std::vector<WorkloadRecord> Database::workloads() const {
     Impl &db = *impl_;
-    return db.read("listing workloads", [&] {
+    std::vector<WorkloadRecord> out = db.read("listing workloads", [&] {
         std::vector<WorkloadRecord> out;
         Query q(db, workload_summary() + "GROUP BY w.id ORDER BY w.op, w.shape, w.id");
         while (q.step())
             out.push_back(read_workload(q));
         return out;
     });
+    set_best_times(db, *this, out);
+    return out;
 }
 
 std::vector<WorkloadRecord> Database::workloads_matching(const std::string &op,
                                                          const std::string &shape) const {
     Impl &db = *impl_;
-    return db.read("listing workloads", [&] {
+    std::vector<WorkloadRecord> out = db.read("listing workloads", [&] {
         std::vector<WorkloadRecord> out;
         Query q(db, workload_summary() +
                         "WHERE w.op = ?1 AND (?2 = '' OR w.shape = ?2) GROUP BY w.id "
@@ -156,6 +180,8 @@ std::vector<WorkloadRecord> Database::workloads_matching(const std::string &op,
             out.push_back(read_workload(q));
         return out;
     });
+    set_best_times(db, *this, out);
+    return out;
 }
 
 std::optional<Measurement> Database::find_measurement(int64_t workload_id, int64_t target_id,
@@ -171,35 +197,58 @@ std::optional<Measurement> Database::find_measurement(int64_t workload_id, int64
     });
 }
 
-std::optional<BestConfig> Database::best(int64_t workload_id, int64_t target_id) const {
-    std::vector<BestConfig> top = top_k(workload_id, target_id, 1);
+std::optional<BestConfig> Database::best(int64_t workload_id, int64_t target_id,
+                                         int64_t closing_run) const {
+    std::vector<BestConfig> top = top_k(workload_id, target_id, 1, closing_run);
     if (top.empty()) return std::nullopt;
     return top.front();
 }
 
-std::vector<BestConfig> Database::top_k(int64_t workload_id, int64_t target_id, int k) const {
+std::vector<BestConfig> Database::top_k(int64_t workload_id, int64_t target_id, int k,
+                                        int64_t closing_run) const {
     Impl &db = *impl_;
     return db.read("querying the best configs", [&] {
         std::vector<BestConfig> out;
-        // Per config: its ok measurements ranked by median (rn of n), the median of those medians
-        // (the middle one, or the mean of the two middle ones), their range; then the k fastest
-        // configs by that median, the earliest measured first on ties. The row returned for a
-        // config is its middle measurement.
-        Query q(db, std::string("WITH ok AS (SELECT m.*, row_number() OVER (PARTITION BY "
-                                "m.config_id ORDER BY m.median_ms, m.timestamp_us, m.id) AS rn, "
-                                "count(*) OVER config AS n, min(m.median_ms) OVER config AS lo, "
-                                "max(m.median_ms) OVER config AS hi, min(m.timestamp_us) OVER "
-                                "config AS first_us FROM measurements m WHERE m.workload_id = ? "
-                                "AND m.target_id = ? AND m.status = 'ok' WINDOW config AS "
-                                "(PARTITION BY m.config_id)), mid AS (SELECT config_id, "
-                                "avg(median_ms) AS med FROM ok WHERE rn IN ((n + 1) / 2, "
-                                "(n + 2) / 2) GROUP BY config_id) SELECT ") +
+        // `last`: when the latest ok measurement outside closing rounds was taken; `round`: the
+        // closing measurements a finished run (or closing_run) took after it, of the run whose
+        // first such measurement is the latest; `stands`: that round, unless an ok measurement
+        // not its own is newer than its start. Each ok measurement is `in_round` when the
+        // standing round took it; a config is a `contender` when one of its measurements is. A
+        // contender's measurements in the round count, and every ok measurement of any other
+        // config (BestConfig). Per config: the counted measurements ranked by median (rn of n),
+        // the median of their medians (the middle one, or the mean of the two middle ones), their
+        // range; then the contenders first, each group by that median, the earliest measured
+        // first on ties. The row returned for a config is its middle measurement.
+        Query q(db, std::string("WITH base AS (SELECT * FROM measurements WHERE workload_id = ?1 "
+                                "AND target_id = ?2), last AS (SELECT coalesce(max(timestamp_us), "
+                                "0) AS us FROM base WHERE status = 'ok' AND closing = 0), round AS "
+                                "(SELECT b.run_id AS rid, min(b.timestamp_us) AS start_us FROM "
+                                "base b JOIN tuning_runs r ON r.id = b.run_id JOIN last WHERE "
+                                "b.closing = 1 AND b.timestamp_us > last.us AND (r.finished_us IS "
+                                "NOT NULL OR r.id = ?3) GROUP BY b.run_id ORDER BY start_us DESC "
+                                "LIMIT 1), stands AS (SELECT rid, start_us FROM round WHERE NOT "
+                                "EXISTS (SELECT 1 FROM base b WHERE b.status = 'ok' AND "
+                                "b.timestamp_us > round.start_us AND NOT (b.closing = 1 AND "
+                                "b.run_id = round.rid))), flagged AS (SELECT b.*, coalesce((SELECT "
+                                "b.closing = 1 AND b.run_id = s.rid AND b.timestamp_us >= "
+                                "s.start_us FROM stands s), 0) AS in_round FROM base b WHERE "
+                                "b.status = 'ok'), counted AS (SELECT f.*, max(f.in_round) OVER "
+                                "(PARTITION BY f.config_id) AS contender FROM flagged f), ok AS "
+                                "(SELECT c.*, row_number() OVER config AS rn, count(*) OVER config "
+                                "AS n, min(c.median_ms) OVER config AS lo, max(c.median_ms) OVER "
+                                "config AS hi, min(c.timestamp_us) OVER config AS first_us FROM "
+                                "counted c WHERE c.in_round = c.contender WINDOW config AS "
+                                "(PARTITION BY c.config_id ORDER BY c.median_ms, c.timestamp_us, "
+                                "c.id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)), "
+                                "mid AS (SELECT config_id, avg(median_ms) AS med FROM ok WHERE rn "
+                                "IN ((n + 1) / 2, (n + 2) / 2) GROUP BY config_id) SELECT ") +
                         kMeasurementColumns +
-                        ", c.config_json, c.trace_json, mid.med, m.lo, m.hi, m.n FROM ok m JOIN "
-                        "mid ON mid.config_id = m.config_id JOIN configs c ON c.id = m.config_id "
-                        "LEFT JOIN tuning_runs r ON r.id = m.run_id WHERE m.rn = (m.n + 1) / 2 "
-                        "ORDER BY mid.med, m.first_us, m.config_id LIMIT ?");
-        q.bind(workload_id, target_id, int64_t(std::max(k, 0)));
+                        ", c.config_json, c.trace_json, mid.med, m.lo, m.hi, m.n, CASE WHEN "
+                        "m.contender THEN m.run_id ELSE 0 END FROM ok m JOIN mid ON "
+                        "mid.config_id = m.config_id JOIN configs c ON c.id = m.config_id LEFT "
+                        "JOIN tuning_runs r ON r.id = m.run_id WHERE m.rn = (m.n + 1) / 2 ORDER "
+                        "BY m.contender DESC, mid.med, m.first_us, m.config_id LIMIT ?4");
+        q.bind(workload_id, target_id, closing_run, int64_t(std::max(k, 0)));
         while (q.step()) {
             BestConfig b;
             b.measurement = read_measurement(q, 0, db.path);
@@ -209,6 +258,7 @@ std::vector<BestConfig> Database::top_k(int64_t workload_id, int64_t target_id, 
             b.min_ms = q.dbl(kMeasurementColumnCount + 3);
             b.max_ms = q.dbl(kMeasurementColumnCount + 4);
             b.measurements = q.i64(kMeasurementColumnCount + 5);
+            b.closing_run_id = q.i64(kMeasurementColumnCount + 6);
             out.push_back(std::move(b));
         }
         return out;

@@ -209,12 +209,18 @@ CREATE TABLE cost_models (
     evaluation_json TEXT NOT NULL);
 CREATE INDEX cost_models_target ON cost_models (target_id, trained_us);
 )sql",
+    // Version 6: a measurement knows whether its run's closing round took it; the standing closing
+    // round decides the best config by its own times (BestConfig in TuningDB.h).
+    R"sql(
+ALTER TABLE measurements ADD COLUMN closing INTEGER NOT NULL DEFAULT 0 CHECK (closing IN (0, 1));
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Database::schema_version,
               "one migration script per schema version");
 // The oldest schema version read commands open as it is: later versions only added columns that
-// no read query selects (the run owner, version 3) and tables read only when they exist (the run
-// state's rows, version 4; the cost model's features and models, version 5).
+// no read query selects (the run owner, version 3), tables read only when they exist (the run
+// state's rows, version 4; the cost model's features and models, version 5), and the closing
+// flag of measurements (version 6), which a temporary view supplies as 0 (check_readable).
 constexpr int64_t kOldestReadableVersion = 2;
 
 /// The record lists of a run as stored: hashes of their elements, from this connection's cache
@@ -386,6 +392,13 @@ void check_readable(Impl &db) {
                                   "first; read commands never change the file"));
     db.exec("PRAGMA foreign_keys=ON", "configuring");
     db.version = *v;
+    // Before version 6 no measurement was marked as a closing one. A temporary view (in the
+    // connection's temp schema, which unqualified names find first; the file is not touched)
+    // gives every query the column, 0 throughout: no closing round stands in such a file.
+    if (*v < kClosingVersion) {
+        db.exec("CREATE TEMP VIEW measurements AS SELECT *, 0 AS closing FROM main.measurements",
+                "reading an older schema");
+    }
 }
 
 /// The file's schema version; none for a file that holds nothing yet (new or empty). Refuses
@@ -648,11 +661,11 @@ int64_t Database::record_measurement(const MeasurementRecord &m) {
                                          m.target_id));
         }
         Query q(db, "INSERT INTO measurements (run_id, workload_id, target_id, config_id, status, "
-                    "times_ms, median_ms, spread_ms, compile_ms, error, timestamp_us) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                    "times_ms, median_ms, spread_ms, compile_ms, error, timestamp_us, closing) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         q.bind(m.run_id ? std::optional<int64_t>(m.run_id) : std::nullopt, m.workload_id,
                m.target_id, m.config_id, to_string(m.status), times, m.median_ms, m.spread_ms,
-               m.compile_ms, m.error, now_us())
+               m.compile_ms, m.error, now_us(), int64_t(m.closing))
             .run();
         return int64_t(sqlite3_last_insert_rowid(db.db));
     });

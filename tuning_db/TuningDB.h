@@ -77,6 +77,9 @@ struct MeasurementRecord {
     double spread_ms = 0; ///< e.g. max - min or an interquartile range, as the measurer defines it
     double compile_ms = 0;
     std::string error; ///< compiler/runtime message for a failed candidate, empty when ok
+    /// Taken in the run's closing round (kiln tune --remeasure): the top configs and the hand
+    /// schedule timed again, one after another, at the end of the run. See BestConfig.
+    bool closing = false;
 };
 
 /// A stored configuration: knob values and the schedule trace they produce.
@@ -103,23 +106,35 @@ struct Measurement {
     double compile_ms = 0;
     std::string error;
     int64_t timestamp_us = 0; ///< microseconds since the Unix epoch
+    bool closing = false;     ///< taken in its run's closing round (MeasurementRecord::closing)
 };
 
 /// A config whose ok measurements disagree by more than this factor (slowest median over fastest)
 /// is flagged unstable: its time depends on the moment it was measured.
 constexpr double unstable_ratio = 2;
 
-/// A config ranked by its ok measurements on a workload and target: every ok measurement (the
-/// first one of every run and every re-measurement) counts once, by its median; the config's
-/// time is the median of those, so one lucky (or unlucky) measurement does not decide.
+/// A config ranked by its ok measurements on a workload and target. Its time is the median of
+/// its ok measurements' medians, so one lucky (or unlucky) measurement does not decide; which
+/// measurements count depends on the closing round:
+///  - Times taken at different moments are not comparable (the machine's speed drifts), and a
+///    run's closing round exists to time its top configs and the hand schedule one after another.
+///    The latest closing round **stands** when its run is finished and no ok measurement of the
+///    workload on the target was taken after the round began, other than the round's own. While
+///    one stands, the configs it timed (its contenders) rank first, each by the median of its
+///    measurements in that round only; every other config follows, by its median over all its ok
+///    measurements.
+///  - Otherwise every config ranks by its median over all its ok measurements.
 struct BestConfig {
-    /// The middle one of the config's ok measurements (the lower middle for an even count).
+    /// The middle one of the measurements counted (the lower middle for an even count).
     Measurement measurement;
     ConfigRecord config;
-    double median_ms = 0;     ///< the median of the ok measurements' medians: the config's time
+    double median_ms = 0;     ///< the median of the counted measurements' medians: its time
     double min_ms = 0;        ///< the fastest of them
     double max_ms = 0;        ///< the slowest of them
-    int64_t measurements = 0; ///< how many ok measurements
+    int64_t measurements = 0; ///< how many measurements count
+    /// The run whose standing closing round timed this config (its time is from that round
+    /// only), or 0: not a contender of a standing round.
+    int64_t closing_run_id = 0;
     /// max_ms > unstable_ratio x min_ms: the measurements disagree.
     bool unstable() const { return max_ms > unstable_ratio * min_ms; }
 };
@@ -173,7 +188,7 @@ struct WorkloadRecord {
     WorkloadKey key;
     int64_t measurements = 0;
     int64_t ok_measurements = 0;
-    std::optional<double> best_ms; ///< fastest ok median over all targets
+    std::optional<double> best_ms; ///< the best config's time (Database::best), fastest target
 };
 
 /// One point of a run's progress curve: the best ok median after `trial` measurements.
@@ -240,7 +255,7 @@ struct ImportSummary {
 class Database {
 public:
     /// The schema version this build writes. Older databases are migrated on open.
-    static constexpr int schema_version = 5;
+    static constexpr int schema_version = 6;
     /// The export format version (export_json's "format_version").
     static constexpr int export_format_version = 1;
 
@@ -292,11 +307,15 @@ public:
     /// ok one if any, else the latest. A resumed run uses it to skip configs it already has.
     std::optional<Measurement> find_measurement(int64_t workload_id, int64_t target_id,
                                                 const std::string &config_hash) const;
-    /// The fastest config (BestConfig::median_ms, the median over its ok measurements; the
-    /// earliest measured on ties).
-    std::optional<BestConfig> best(int64_t workload_id, int64_t target_id) const;
-    /// The k fastest ok configs by BestConfig::median_ms, one entry per config, fastest first.
-    std::vector<BestConfig> top_k(int64_t workload_id, int64_t target_id, int k) const;
+    /// The best config: the first of top_k.
+    std::optional<BestConfig> best(int64_t workload_id, int64_t target_id,
+                                   int64_t closing_run = 0) const;
+    /// The k best ok configs, one entry per config, best first: the contenders of the standing
+    /// closing round by their times in it, then the others by their medians (BestConfig), the
+    /// earliest measured first on ties. closing_run: a run whose closing round is under way
+    /// (the tuner's own, not finished yet) stands as if it were finished.
+    std::vector<BestConfig> top_k(int64_t workload_id, int64_t target_id, int k,
+                                  int64_t closing_run = 0) const;
     /// Every measurement of the workload on the target (all runs when run_id is 0), oldest first.
     std::vector<Measurement> history(int64_t workload_id, int64_t target_id,
                                      int64_t run_id = 0) const;

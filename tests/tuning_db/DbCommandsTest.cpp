@@ -146,6 +146,39 @@ TEST(DbCommands, BestShowsTheMedianOfRepeatedMeasurementsAndFlagsUnstableConfigs
                     "#2  30 ms (median of 3 measurements, 1 ms .. 35 ms, unstable)  config cfg0");
 }
 
+// A finished run's closing round, the latest measuring of the workload, ranks its contenders by
+// their closing times: `best`, `list` and `show` say so and agree.
+TEST(DbCommands, BestListAndShowRankAStandingClosingRoundsContendersFirst) {
+    ScratchDir dir;
+    std::string path = dir.file("kiln.db");
+    {
+        Database db = Database::open(path);
+        int64_t t = db.target_id(test_target()), w = db.workload_id(test_workload());
+        int64_t run = db.create_run(w, t, "random", 1, 0, 0, "{}");
+        int64_t steady = test_config(db, 0), once = test_config(db, 1);
+        db.record_measurement(ok_measurement(run, w, t, steady, 5.0));
+        db.record_measurement(ok_measurement(run, w, t, once, 5.5));
+        for (double ms : {9.0, 9.4}) {
+            MeasurementRecord m = ok_measurement(run, w, t, steady, ms);
+            m.closing = true;
+            db.record_measurement(m);
+        }
+        db.finish_run(run);
+    }
+    Result r = kiln_cli({"db", "best", "matmul", "--db", path});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_CONTAINS(r.out, "#1  9.2 ms (closing round of run 1, median of 2 measurements, 9 ms .. "
+                           "9.4 ms)  config cfg0");
+    EXPECT_CONTAINS(r.out, "#2  5.5 ms (spread 0.11 ms)  config cfg1");
+    r = kiln_cli({"db", "list", "--db", path});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_CONTAINS(r.out, "9.2 ms");
+    EXPECT_EQ(r.out.find("5.5 ms"), std::string::npos) << r.out;
+    r = kiln_cli({"db", "show", "matmul", "--db", path});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_CONTAINS(r.out, "4 measurements of 2 configs (ok 4), best 9.2 ms");
+}
+
 TEST(DbCommands, ImportIntoAnotherProgramsSQLiteFileLeavesItsBytesUnchanged) {
     ScratchDir dir;
     std::string db = dir.file("kiln.db"), json = dir.file("doc.json");

@@ -157,6 +157,7 @@ TEST(TuningDB, AVersion2DatabaseIsReadAsItIsAndMigratedWithItsRunOwners) {
     // (here: this process, alive).
     RunOwner me = RunOwner::this_process();
     raw_sql(path, "DROP TABLE run_state_items; DROP TABLE features; DROP TABLE cost_models; "
+                  "ALTER TABLE measurements DROP COLUMN closing; "
                   "ALTER TABLE tuning_runs DROP COLUMN owner_pid; "
                   "ALTER TABLE tuning_runs DROP COLUMN owner_host; "
                   "ALTER TABLE tuning_runs DROP COLUMN owner_start; "
@@ -395,6 +396,144 @@ TEST(TuningDB, BestIsTheMedianOfEveryOkMeasurementSoALuckyFirstValueIsDemoted) {
     db.record_measurement(ok_measurement(run, w, t, steady, 9.0));
     EXPECT_DOUBLE_EQ(db.best(w, t)->median_ms, 6.0);
     EXPECT_FALSE(db.best(w, t)->unstable()); // 9 / 5 is within unstable_ratio
+}
+
+// Times taken at different moments are not comparable: a closing round that ran slower than the
+// search must not hand the crown to a config timed once during the search. While a finished
+// run's closing round is the latest measuring of the workload, its contenders rank first by
+// their closing times; a later measurement outside it ends its standing.
+TEST(TuningDB, AStandingClosingRoundRanksItsContendersByTheirClosingTimesFirst) {
+    ScratchDir dir;
+    Database db = Database::open(dir.file("kiln.db"));
+    int64_t t = db.target_id(test_target()), w = db.workload_id(test_workload());
+    int64_t run = db.create_run(w, t, "random", 1, 0, 0, "{}");
+    int64_t a = test_config(db, 0), b = test_config(db, 1), once = test_config(db, 2);
+    auto closing = [&](int64_t r, int64_t c, double ms) {
+        MeasurementRecord m = ok_measurement(r, w, t, c, ms);
+        m.closing = true;
+        db.record_measurement(m);
+    };
+    // The search, in a fast quarter of an hour; then the closing round, slower.
+    db.record_measurement(ok_measurement(run, w, t, a, 5.0));
+    db.record_measurement(ok_measurement(run, w, t, b, 5.2));
+    db.record_measurement(ok_measurement(run, w, t, once, 5.4));
+    closing(run, a, 9.0);
+    closing(run, b, 8.8);
+    closing(run, a, 9.2);
+    closing(run, b, 8.9);
+    MeasurementRecord failed = failed_measurement(run, w, t, once, Status::crash, "signal 11");
+    failed.closing = true; // a failed closing measurement makes no contender
+    db.record_measurement(failed);
+
+    // The run is not finished (a stopped closing round): the medians over all measurements.
+    std::vector<BestConfig> top = db.top_k(w, t, 3);
+    ASSERT_EQ(top.size(), 3u);
+    EXPECT_EQ(top[0].config.id, once);
+    EXPECT_EQ(top[0].closing_run_id, 0);
+    EXPECT_EQ(top[1].config.id, b);
+    EXPECT_DOUBLE_EQ(top[1].median_ms, 8.8); // of 5.2, 8.8, 8.9
+    EXPECT_EQ(top[1].measurements, 3);
+
+    // The tuner during its closing round, and anyone once the run is finished: the contenders
+    // first, each by its closing times only, then the rest by their medians.
+    for (int finished = 0; finished < 2; finished++) {
+        if (finished) db.finish_run(run);
+        top = db.top_k(w, t, 3, finished ? 0 : run);
+        ASSERT_EQ(top.size(), 3u);
+        EXPECT_EQ(top[0].config.id, b);
+        EXPECT_DOUBLE_EQ(top[0].median_ms, 8.85);
+        EXPECT_DOUBLE_EQ(top[0].min_ms, 8.8);
+        EXPECT_EQ(top[0].measurements, 2); // not its search time
+        EXPECT_EQ(top[0].closing_run_id, run);
+        EXPECT_TRUE(top[0].measurement.closing);
+        EXPECT_EQ(top[1].config.id, a);
+        EXPECT_DOUBLE_EQ(top[1].median_ms, 9.1);
+        EXPECT_EQ(top[1].closing_run_id, run);
+        EXPECT_EQ(top[2].config.id, once);
+        EXPECT_DOUBLE_EQ(top[2].median_ms, 5.4);
+        EXPECT_EQ(top[2].closing_run_id, 0);
+    }
+    EXPECT_EQ(db.best(w, t)->config.id, b);
+    EXPECT_EQ(db.best_trace_json(test_workload(), test_target()), db.best(w, t)->config.trace_json);
+    EXPECT_DOUBLE_EQ(*db.workload(w).best_ms, 8.85); // `kiln db list` agrees with `kiln db best`
+    EXPECT_DOUBLE_EQ(*db.workloads().front().best_ms, 8.85);
+
+    // A closing measurement travels with an export; the imported round stands the same way.
+    nlohmann::json doc = db.export_json();
+    int closing_rows = 0;
+    for (const nlohmann::json &m : doc["measurements"])
+        closing_rows += m.value("closing", false);
+    EXPECT_EQ(closing_rows, 5);
+    {
+        Database copy = Database::open(dir.file("copy.db"));
+        copy.import_json(doc);
+        int64_t cw = *copy.find_workload(test_workload()), ct = *copy.find_target(test_target());
+        std::optional<BestConfig> best = copy.best(cw, ct);
+        ASSERT_TRUE(best);
+        EXPECT_EQ(best->config.hash, "cfg1");
+        EXPECT_DOUBLE_EQ(best->median_ms, 8.85);
+        EXPECT_NE(best->closing_run_id, 0);
+    }
+
+    // A later search measurement (another run's) ends the round's standing: its times are from
+    // yet another moment, comparable with neither.
+    int64_t run2 = db.create_run(w, t, "random", 2, 0, 0, "{}");
+    int64_t c = test_config(db, 3);
+    db.record_measurement(ok_measurement(run2, w, t, c, 7.0));
+    top = db.top_k(w, t, 4);
+    EXPECT_EQ(top[0].config.id, once);
+    EXPECT_EQ(top[0].closing_run_id, 0);
+    EXPECT_EQ(top[1].config.id, c);
+    EXPECT_DOUBLE_EQ(*db.workload(w).best_ms, 5.4);
+    // That run's own closing round, once it finished, stands in turn: its contender first.
+    closing(run2, c, 7.5);
+    db.finish_run(run2);
+    top = db.top_k(w, t, 4);
+    ASSERT_EQ(top.size(), 4u);
+    EXPECT_EQ(top[0].config.id, c);
+    EXPECT_DOUBLE_EQ(top[0].median_ms, 7.5);
+    EXPECT_EQ(top[0].closing_run_id, run2);
+    EXPECT_EQ(top[1].config.id, once);
+    EXPECT_EQ(top[1].closing_run_id, 0);
+    EXPECT_EQ(top[2].config.id, b);
+    EXPECT_DOUBLE_EQ(top[2].median_ms, 8.8); // all its measurements again
+}
+
+// A file from before version 6 has no closing flag: read as it is, every config ranks by its
+// median; migrated, its measurements are search ones.
+TEST(TuningDB, AVersion5FileRanksByMediansAndIsReadAsItIs) {
+    ScratchDir dir;
+    std::string path = dir.file("v5.db");
+    int64_t w, t, lucky, steady;
+    {
+        Database db = Database::open(path);
+        w = db.workload_id(test_workload());
+        t = db.target_id(test_target());
+        int64_t run = db.create_run(w, t, "random", 1, 0, 0, "{}");
+        lucky = test_config(db, 0);
+        steady = test_config(db, 1);
+        db.record_measurement(ok_measurement(run, w, t, lucky, 1.0));
+        db.record_measurement(ok_measurement(run, w, t, steady, 4.0));
+        db.finish_run(run);
+    }
+    raw_sql(path, "ALTER TABLE measurements DROP COLUMN closing; "
+                  "UPDATE schema_version SET version = 5;");
+    std::string before = bytes_of(path);
+    {
+        Database db = Database::open_existing(path);
+        std::vector<BestConfig> top = db.top_k(w, t, 2);
+        ASSERT_EQ(top.size(), 2u);
+        EXPECT_EQ(top[0].config.id, lucky);
+        EXPECT_EQ(top[0].closing_run_id, 0);
+        EXPECT_FALSE(top[0].measurement.closing);
+        EXPECT_EQ(db.history(w, t).size(), 2u);
+        EXPECT_DOUBLE_EQ(*db.workload(w).best_ms, 1.0);
+    }
+    EXPECT_EQ(bytes_of(path), before); // the temporary view is not in the file
+    Database db = Database::open(path);
+    EXPECT_EQ(raw_count(path, "SELECT max(version) FROM schema_version"), Database::schema_version);
+    EXPECT_EQ(raw_count(path, "SELECT count(*) FROM measurements WHERE closing = 0"), 2);
+    EXPECT_EQ(db.best(w, t)->config.id, lucky);
 }
 
 TEST(TuningDB, StatisticsCountStatusesTrialsAndStrategies) {
@@ -760,6 +899,15 @@ TEST(TuningDB, ImportRefusesImpossibleValuesNamingRecordFieldAndValue) {
     EXPECT_EQ(import_error(d), prefix + "measurements[0]: field 'times_ms' holds -3 at index 2: "
                                         "positive finite milliseconds");
     d = good;
+    d["measurements"][0]["closing"] = 1;
+    EXPECT_EQ(import_error(d), prefix + "measurements[0]: field 'closing' must be true or false");
+    d = good;
+    d["measurements"][0]["closing"] = true;
+    d["measurements"][0]["run"] = "";
+    EXPECT_EQ(import_error(d), prefix + "measurements[0]: field 'closing' is true but 'run' is "
+                                        "empty: a closing measurement belongs to the run whose "
+                                        "closing round took it");
+    d = good;
     d["measurements"][0]["times_ms"] = nlohmann::json::array();
     EXPECT_EQ(import_error(d), prefix + "measurements[0]: field 'times_ms' is empty: status ok "
                                         "needs the timed runs");
@@ -876,6 +1024,7 @@ TEST(TuningDB, AVersion3RunStateIsReadAsItIsAndSplitAtItsNextSave) {
                             1, 0, 0, state.dump()); // stored whole, as version 3 did
     }
     raw_sql(path, "DROP TABLE run_state_items; DROP TABLE features; DROP TABLE cost_models; "
+                  "ALTER TABLE measurements DROP COLUMN closing; "
                   "UPDATE schema_version SET version = 3;");
     std::string before = bytes_of(path);
     EXPECT_EQ(Database::open_existing(path).run(run)->state_json, state.dump());
