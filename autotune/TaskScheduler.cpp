@@ -207,6 +207,11 @@ void print_job_summary(const JobResult &job, const TuneOptions &o, std::ostream 
     std::snprintf(line, sizeof line, "weighted time (sum of weight x best): %.4g ms%s\n", weighted,
                   all_measured ? "" : " (tasks without a time left out)");
     out << line;
+    if (std::any_of(job.tasks.begin(), job.tasks.end(),
+                    [](const TaskResult &t) { return t.closing; })) {
+        out << "best and hand: from each task's closing round (its top " << o.remeasure
+            << " configs and the hand schedule timed again at the end of the job)\n";
+    }
     if (job.cost_model) out << cost_model_summary(*job.cost_model);
     if (job.interrupted)
         out << "stopped; every finished measurement is saved in " << o.db_path
@@ -350,6 +355,41 @@ JobResult tune_tasks(const TuneOptions &o, const std::vector<TuneTask> &tasks, i
         if (tr.interrupted) {
             result.interrupted = true;
             break;
+        }
+    }
+
+    // Each task's closing round, once the budget is spent: its top configs and its hand schedule
+    // measured again one after another, as a single-operator run ends (Tuner::remeasure_best),
+    // so that the crown and the summary's speedups stand on times taken under the same
+    // conditions, not on search times hours apart. A tune() of the task's run with its budget
+    // spent (budget_across_runs, 1 trial) searches nothing, re-measures, and finishes the run.
+    if (!result.interrupted && o.remeasure > 0) {
+        for (JobTask &j : job) {
+            if (o.stop && o.stop->load()) {
+                result.interrupted = true;
+                break;
+            }
+            if (!j.result.run_id || j.result.trials < 1) continue;
+            TuneOptions r = o;
+            r.op = j.task.op;
+            r.shape = j.task.shape;
+            r.trials = 1;
+            r.time_s = 0;
+            r.resume = true;
+            r.budget_across_runs = true;
+            r.save_cost_model = false;
+            r.progress = false;
+            std::ostringstream closing_out, closing_err;
+            TuneResult tr = tune(r, closing_out, closing_err);
+            if (tr.interrupted) {
+                result.interrupted = true;
+                break;
+            }
+            j.result.closing = tr.closing_best_ms.has_value() || tr.closing_hand_ms.has_value();
+            // The hand schedule's closing time, beside the best's (TuneResult::hand_ms).
+            if (tr.hand_ms) j.result.hand_ms = tr.hand_ms;
+            err << "closing round: " << task_name(j.task) << ", best " << ms_text(tr.best_ms)
+                << ", hand " << ms_text(tr.hand_ms) << "\n";
         }
     }
 

@@ -77,8 +77,11 @@ struct TaskResult {
     int64_t run_id = 0;
     int64_t rounds = 0;            ///< rounds of this invocation
     int64_t trials = 0;            ///< search trials of its run, over every invocation
-    std::optional<double> best_ms; ///< the best over the task's every run
+    std::optional<double> best_ms; ///< the best over the task's every run (Database::best)
+    /// The hand schedule's time is its closing one when the job's closing round re-measured it
+    /// beside the best; the default schedule's is its first.
     std::optional<double> default_ms, hand_ms;
+    bool closing = false; ///< the job's closing round measured this task (--remeasure > 0)
 };
 
 struct JobResult {

@@ -187,12 +187,29 @@ TEST(TaskScheduler, AJobSplitsItsTrialsAndSummarisesEachTask) {
         sum += t.trials;
     }
     EXPECT_EQ(sum, 20);
-    // Every task's run is finished, so the same command starts a new job.
+    // Every task's run is finished, so the same command starts a new job. Each ended with a
+    // closing round (--remeasure 3 by default): the task's best is one of its contenders.
     auto db = tuning_db::Database::open_existing(dir / "k.db");
     for (const TaskResult &t : r.tasks) {
         ASSERT_TRUE(db.run(t.run_id));
         EXPECT_TRUE(db.run(t.run_id)->finished_us) << t.task.op;
+        EXPECT_TRUE(t.closing) << t.task.op;
+        int closing = 0;
+        for (const tuning_db::Measurement &m :
+             db.history(db.run(t.run_id)->workload_id, db.run(t.run_id)->target_id, t.run_id))
+            closing += m.closing;
+        EXPECT_GE(closing, 3) << t.task.op; // the top 3 (the hand among them or beside them)
+        std::optional<tuning_db::BestConfig> best =
+            db.best(db.run(t.run_id)->workload_id, db.run(t.run_id)->target_id);
+        ASSERT_TRUE(best) << t.task.op;
+        EXPECT_EQ(best->closing_run_id, t.run_id) << t.task.op;
+        ASSERT_TRUE(t.best_ms) << t.task.op;
+        EXPECT_DOUBLE_EQ(*t.best_ms, best->median_ms) << t.task.op;
+        EXPECT_NE(err.str().find("closing round: " + t.task.op), std::string::npos) << err.str();
     }
+    EXPECT_NE(out.str().find("best and hand: from each task's closing round (its top 3 configs"),
+              std::string::npos)
+        << out.str();
     std::string summary = out.str();
     EXPECT_NE(summary.find("job: 2 tasks, 20 trials in "), std::string::npos) << summary;
     EXPECT_NE(summary.find("vs default"), std::string::npos) << summary;
