@@ -218,36 +218,43 @@ std::vector<BestConfig> Database::top_k(int64_t workload_id, int64_t target_id, 
         // config (BestConfig). Per config: the counted measurements ranked by median (rn of n),
         // the median of their medians (the middle one, or the mean of the two middle ones), their
         // range; then the contenders first, each group by that median, the earliest measured
-        // first on ties. The row returned for a config is its middle measurement.
-        Query q(db, std::string("WITH base AS (SELECT * FROM measurements WHERE workload_id = ?1 "
-                                "AND target_id = ?2), last AS (SELECT coalesce(max(timestamp_us), "
-                                "0) AS us FROM base WHERE status = 'ok' AND closing = 0), round AS "
-                                "(SELECT b.run_id AS rid, min(b.timestamp_us) AS start_us FROM "
-                                "base b JOIN tuning_runs r ON r.id = b.run_id JOIN last WHERE "
-                                "b.closing = 1 AND b.timestamp_us > last.us AND (r.finished_us IS "
-                                "NOT NULL OR r.id = ?3) GROUP BY b.run_id ORDER BY start_us DESC "
-                                "LIMIT 1), stands AS (SELECT rid, start_us FROM round WHERE NOT "
-                                "EXISTS (SELECT 1 FROM base b WHERE b.status = 'ok' AND "
-                                "b.timestamp_us > round.start_us AND NOT (b.closing = 1 AND "
-                                "b.run_id = round.rid))), flagged AS (SELECT b.*, coalesce((SELECT "
-                                "b.closing = 1 AND b.run_id = s.rid AND b.timestamp_us >= "
-                                "s.start_us FROM stands s), 0) AS in_round FROM base b WHERE "
-                                "b.status = 'ok'), counted AS (SELECT f.*, max(f.in_round) OVER "
-                                "(PARTITION BY f.config_id) AS contender FROM flagged f), ok AS "
-                                "(SELECT c.*, row_number() OVER config AS rn, count(*) OVER config "
-                                "AS n, min(c.median_ms) OVER config AS lo, max(c.median_ms) OVER "
-                                "config AS hi, min(c.timestamp_us) OVER config AS first_us FROM "
-                                "counted c WHERE c.in_round = c.contender WINDOW config AS "
-                                "(PARTITION BY c.config_id ORDER BY c.median_ms, c.timestamp_us, "
-                                "c.id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)), "
-                                "mid AS (SELECT config_id, avg(median_ms) AS med FROM ok WHERE rn "
-                                "IN ((n + 1) / 2, (n + 2) / 2) GROUP BY config_id) SELECT ") +
-                        kMeasurementColumns +
-                        ", c.config_json, c.trace_json, mid.med, m.lo, m.hi, m.n, CASE WHEN "
-                        "m.contender THEN m.run_id ELSE 0 END FROM ok m JOIN mid ON "
-                        "mid.config_id = m.config_id JOIN configs c ON c.id = m.config_id LEFT "
-                        "JOIN tuning_runs r ON r.id = m.run_id WHERE m.rn = (m.n + 1) / 2 ORDER "
-                        "BY m.contender DESC, mid.med, m.first_us, m.config_id LIMIT ?4");
+        // first on ties. The row returned for a config is its middle measurement (the lower
+        // middle one; the next one, for an even count, gives the mean of the two). One pass of
+        // window functions, no join of a config's rows with its median: SQLite ran that join
+        // (of two materialized CTEs, without an index) as a nested scan, and `kiln db best`
+        // took 3m42s on 60000 measurements of one workload (0.5 s now).
+        Query q(db,
+                std::string("WITH base AS MATERIALIZED (SELECT * FROM measurements WHERE "
+                            "workload_id = ?1 "
+                            "AND target_id = ?2), last AS (SELECT coalesce(max(timestamp_us), "
+                            "0) AS us FROM base WHERE status = 'ok' AND closing = 0), round AS "
+                            "(SELECT b.run_id AS rid, min(b.timestamp_us) AS start_us FROM "
+                            "base b JOIN tuning_runs r ON r.id = b.run_id JOIN last WHERE "
+                            "b.closing = 1 AND b.timestamp_us > last.us AND (r.finished_us IS "
+                            "NOT NULL OR r.id = ?3) GROUP BY b.run_id ORDER BY start_us DESC "
+                            "LIMIT 1), stands AS MATERIALIZED (SELECT rid, start_us FROM round "
+                            "WHERE NOT "
+                            "EXISTS (SELECT 1 FROM base b WHERE b.status = 'ok' AND "
+                            "b.timestamp_us > round.start_us AND NOT (b.closing = 1 AND "
+                            "b.run_id = round.rid))), flagged AS (SELECT b.*, s.rid IS NOT NULL "
+                            "AS in_round FROM base b LEFT JOIN stands s ON b.closing = 1 AND "
+                            "b.run_id = s.rid AND b.timestamp_us >= s.start_us WHERE "
+                            "b.status = 'ok'), counted AS (SELECT f.*, max(f.in_round) OVER "
+                            "(PARTITION BY f.config_id) AS contender FROM flagged f), ok AS "
+                            "(SELECT c.*, row_number() OVER config AS rn, count(*) OVER config "
+                            "AS n, min(c.median_ms) OVER config AS lo, max(c.median_ms) OVER "
+                            "config AS hi, min(c.timestamp_us) OVER config AS first_us, "
+                            "lead(c.median_ms) OVER config AS next_ms FROM counted c WHERE "
+                            "c.in_round = c.contender WINDOW config AS (PARTITION BY "
+                            "c.config_id ORDER BY c.median_ms, c.timestamp_us, c.id ROWS "
+                            "BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)), mid AS "
+                            "(SELECT *, CASE WHEN n % 2 = 1 THEN median_ms ELSE (median_ms + "
+                            "next_ms) / 2 END AS med FROM ok WHERE rn = (n + 1) / 2) SELECT ") +
+                    kMeasurementColumns +
+                    ", c.config_json, c.trace_json, m.med, m.lo, m.hi, m.n, CASE WHEN "
+                    "m.contender THEN m.run_id ELSE 0 END FROM mid m JOIN configs c ON c.id = "
+                    "m.config_id LEFT JOIN tuning_runs r ON r.id = m.run_id ORDER BY "
+                    "m.contender DESC, m.med, m.first_us, m.config_id LIMIT ?4");
         q.bind(workload_id, target_id, closing_run, int64_t(std::max(k, 0)));
         while (q.step()) {
             BestConfig b;
