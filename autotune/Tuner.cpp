@@ -389,7 +389,8 @@ private:
     bool exhausted = false;
     int empty_proposals = 0;
     std::optional<double> best_ms;
-    /// The closing re-measurements (remeasure_best) of this invocation, per config hash, in
+    /// The closing re-measurements of this run's closing round (remeasure_best; an earlier
+    /// invocation's too when the run was resumed in it), per config hash, in
     /// order: the best and the hand schedule timed one after the other, under the same
     /// conditions.
     std::map<std::string, std::vector<double>> closing_ms;
@@ -796,6 +797,17 @@ void Tuner::count_earlier_runs() {
 /// the same conditions: its first one, at the start of the run, shares the machine with the first
 /// builds and the cold start of the workers (99.7 against 79.9 ms at matmul 2048³, 2 threads).
 void Tuner::remeasure_best() {
+    // A resumed run's closing round may have begun in an earlier invocation: those times belong
+    // to the round as the database ranks it (the run's closing measurements after the latest one
+    // outside closing rounds), so the pairs below weigh them too.
+    for (const tuning_db::Measurement &m : db.history(workload_id, target_id)) {
+        if (m.status != Status::ok) continue;
+        if (!m.closing) {
+            closing_ms.clear();
+        } else if (m.run_id == run_id) {
+            closing_ms[m.config_hash].push_back(m.median_ms);
+        }
+    }
     std::vector<tuning_db::BestConfig> top = db.top_k(workload_id, target_id, opt.remeasure);
     std::optional<Candidate> hand;
     if (opt.baselines && result.hand_ms) {

@@ -1135,6 +1135,41 @@ TEST(Tuner, TheBestAndTheHandScheduleAreReMeasuredInPairsUntilTheyAgree) {
         << out.str();
 }
 
+// A run stopped after (or in) its closing round and resumed goes on with the same round: the
+// earlier invocation's closing times count in the pairs and the summary, as in the database.
+TEST(Tuner, AResumedClosingRoundCountsItsEarlierClosingTimes) {
+    TempDir dir;
+    TuneOptions o = quick("blur", {64, 48}, dir / "k.db");
+    o.trials = 2;
+    o.remeasure = 1;
+    o.finish_run = false; // the run stays open, as if stopped at the end of its closing round
+    std::ostringstream out1, err1;
+    TuneResult r1 = tune(o, out1, err1);
+    ASSERT_TRUE(r1.closing_hand_ms) << out1.str() << err1.str();
+    o.finish_run = true;
+    o.budget_across_runs = true; // its 2 trials are spent: no new search
+    std::ostringstream out2, err2;
+    TuneResult r2 = tune(o, out2, err2);
+    EXPECT_EQ(r2.run_id, r1.run_id) << err2.str();
+    EXPECT_EQ(r2.trials, 0);
+    auto db = tuning_db::Database::open_existing(o.db_path);
+    int64_t t = 0, w = 0;
+    blur_64x48_ids(db, t, w);
+    std::string hand_hash;
+    for (const tuning_db::BestConfig &b : db.top_k(w, t, 100))
+        if (b.config.config_json == R"({"baseline":"hand"})") hand_hash = b.config.hash;
+    int hand_closing = 0;
+    for (const tuning_db::Measurement &m : db.history(w, t, r1.run_id))
+        hand_closing +=
+            m.closing && m.status == tuning_db::Status::ok && m.config_hash == hand_hash;
+    EXPECT_GE(hand_closing, 2) << out2.str(); // one in each invocation at least
+    ASSERT_TRUE(r2.closing_hand_ms) << out2.str();
+    EXPECT_EQ(r2.closing_hand_measurements, hand_closing) << out2.str();
+    std::optional<tuning_db::BestConfig> best = db.best(w, t);
+    ASSERT_TRUE(best);
+    EXPECT_EQ(best->closing_run_id, r1.run_id);
+}
+
 // Which config the closing round measures next beside the hand schedule, decided from the
 // contenders' closing times: the crowned config until the pair settles with it ahead; a crowned
 // hand schedule's runner-up while that one is within closing_tolerance of it.
