@@ -209,6 +209,10 @@ void cmd_show(const Options &o, std::ostream &out) {
                 out << "    strategy " << p.strategy << ": " << p.runs << " runs, " << p.trials
                     << " trials, best " << fmt_ms(p.best_ms) << "\n";
             }
+            std::vector<Measurement> h = db.history(w.id, t.id);
+            std::map<int64_t, int> closing; // run -> its closing measurements
+            for (const Measurement &m : h)
+                closing[m.run_id] += m.closing;
             for (const RunRecord &r : db.runs(w.id, t.id)) {
                 char line[256];
                 std::snprintf(line, sizeof line,
@@ -216,9 +220,13 @@ void cmd_show(const Options &o, std::ostream &out) {
                               (long long)r.id, r.strategy.c_str(), (long long)r.seed,
                               (long long)r.trials_done, r.elapsed_s,
                               r.finished_us ? "finished" : "resumable");
-                out << line << " (started " << fmt_time(r.started_us) << ")\n";
+                out << line << " (started " << fmt_time(r.started_us) << ")";
+                if (closing[r.id] > 0) {
+                    out << ", closing round of " << closing[r.id] << " measurements"
+                        << (best && best->closing_run_id == r.id ? ", standing" : "");
+                }
+                out << "\n";
             }
-            std::vector<Measurement> h = db.history(w.id, t.id);
             size_t from = h.size() > size_t(o.history) ? h.size() - size_t(o.history) : 0;
             out << "    history (" << (h.size() - from) << " of " << h.size()
                 << ", oldest first):\n";
@@ -226,7 +234,7 @@ void cmd_show(const Options &o, std::ostream &out) {
                 const Measurement &m = h[i];
                 out << "      " << fmt_time(m.timestamp_us) << "  " << to_string(m.status) << "  "
                     << (m.status == Status::ok ? fmt_ms(m.median_ms) : std::string("-"))
-                    << "  config " << m.config_hash;
+                    << "  config " << m.config_hash << (m.closing ? "  closing" : "");
                 if (!m.error.empty()) {
                     std::string e = m.error.substr(0, m.error.find('\n'));
                     out << "  " << e.substr(0, 100);

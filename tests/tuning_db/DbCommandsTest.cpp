@@ -177,6 +177,9 @@ TEST(DbCommands, BestListAndShowRankAStandingClosingRoundsContendersFirst) {
     r = kiln_cli({"db", "show", "matmul", "--db", path});
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_CONTAINS(r.out, "4 measurements of 2 configs (ok 4), best 9.2 ms");
+    EXPECT_CONTAINS(r.out, "finished (started ");
+    EXPECT_CONTAINS(r.out, "), closing round of 2 measurements, standing\n");
+    EXPECT_CONTAINS(r.out, "  ok  9.4 ms  config cfg0  closing\n");
 }
 
 TEST(DbCommands, ImportIntoAnotherProgramsSQLiteFileLeavesItsBytesUnchanged) {
