@@ -940,7 +940,7 @@ void Tuner::print_summary(const std::optional<tuning_db::BestConfig> &b) {
             out << buf;
         }
         if (!hand_hash.empty() && b->config.hash == hand_hash) {
-            // Nothing to compare: one config, whose time is the median of all its measurements.
+            // Nothing to compare: one config, whose time is the best's (its closing median).
             out << "speedup over the hand schedule: 1.00x (the hand schedule is the best)\n";
         } else if (result.closing_best_ms && result.closing_hand_ms) {
             // Both timed at the end, one after the other: the fair comparison (remeasure_best).

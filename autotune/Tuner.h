@@ -148,7 +148,8 @@ struct TuneResult {
     std::string best_config_json, best_trace_json, best_cpp;
     /// The baselines' times. A re-measured hand schedule's is its closing re-measurement when
     /// the best was re-measured too (else its first, from the same period as the best's), unless
-    /// it is the best, whose time is the median of all its measurements (take_best).
+    /// it is the best, whose time is the best's (tuning_db::BestConfig: its closing median)
+    /// (take_best).
     std::optional<double> default_ms, hand_ms;
     /// The best config's and the hand schedule's closing times (--remeasure > 0): the medians of
     /// their re-measurements at the end of the run, taken in pairs, one after the other, until
@@ -169,7 +170,7 @@ struct TuneResult {
 };
 
 /// Sets result's best (time, config, trace) from the database's best config. A baseline that is
-/// the best was re-measured: its time is the best's median (over all its ok measurements), not
+/// the best was re-measured: its time is the best's median (tuning_db::BestConfig), not
 /// its first measurement, so the summary does not call the hand schedule slower than itself.
 void take_best(const tuning_db::BestConfig &best, TuneResult &result);
 

@@ -100,6 +100,13 @@ void record_time(tuning_db::Database &db, int64_t w, int64_t t, int64_t c, doubl
     db.record_measurement(m);
 }
 
+/// The hand schedule's stored config on the workload and target (empty when not measured).
+tuning_db::ConfigRecord hand_config(const tuning_db::Database &db, int64_t w, int64_t t) {
+    for (const tuning_db::BestConfig &b : db.top_k(w, t, 100))
+        if (b.config.config_json == R"({"baseline":"hand"})") return b.config;
+    return {};
+}
+
 } // namespace
 
 TEST(Tuner, FindsAnOkBestAndRecordsEveryTrial) {
@@ -1085,9 +1092,7 @@ TEST(Tuner, TheBestAndTheHandScheduleAreReMeasuredInPairsUntilTheyAgree) {
     auto db = tuning_db::Database::open_existing(o.db_path);
     int64_t t = 0, w = 0;
     blur_64x48_ids(db, t, w);
-    std::string hand_hash;
-    for (const tuning_db::BestConfig &b : db.top_k(w, t, 100))
-        if (b.config.config_json == R"({"baseline":"hand"})") hand_hash = b.config.hash;
+    const std::string hand_hash = hand_config(db, w, t).hash;
     ASSERT_FALSE(hand_hash.empty()) << out.str();
     std::map<std::string, std::vector<double>> closing;
     int closing_count = 0;
@@ -1155,9 +1160,7 @@ TEST(Tuner, AResumedClosingRoundCountsItsEarlierClosingTimes) {
     auto db = tuning_db::Database::open_existing(o.db_path);
     int64_t t = 0, w = 0;
     blur_64x48_ids(db, t, w);
-    std::string hand_hash;
-    for (const tuning_db::BestConfig &b : db.top_k(w, t, 100))
-        if (b.config.config_json == R"({"baseline":"hand"})") hand_hash = b.config.hash;
+    const std::string hand_hash = hand_config(db, w, t).hash;
     int hand_closing = 0;
     for (const tuning_db::Measurement &m : db.history(w, t, r1.run_id))
         hand_closing +=
@@ -1217,11 +1220,9 @@ BlurWithHand blur_with_hand(const std::string &db_path) {
     r.log = out.str() + err.str();
     auto db = tuning_db::Database::open(db_path);
     blur_64x48_ids(db, r.t, r.w);
-    for (const tuning_db::BestConfig &b : db.top_k(r.w, r.t, 100)) {
-        if (b.config.config_json != R"({"baseline":"hand"})") continue;
-        r.hand = b.config.id;
-        r.hand_trace = b.config.trace_json;
-    }
+    const tuning_db::ConfigRecord hand = hand_config(db, r.w, r.t);
+    r.hand = hand.id;
+    r.hand_trace = hand.trace_json;
     return r;
 }
 
