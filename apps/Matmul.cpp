@@ -59,10 +59,16 @@ OperatorInstance make_matmul(const std::vector<int64_t> &shape) {
 // product of Volkov and Demmel's sgemm). The sums' loops are rounded up, not guarded: prod's
 // region is the block's tile, a multiple of a thread's group. A stays in global memory by
 // default: the threads of a row of the block read the same values of A at once, which the L1
-// cache serves. Measured on the H200 (bench/gpu_cuda.cpp --knobs, 2048^3 and 4096^3): 128 x 128
-// by 8 x 8 ran 0.82 and 6.3 ms, 64 x 64 by 4 x 4 1.00 and 7.8 ms, staging A 15% slower at
-// 2048^3, vec = 4 half as fast, and k innermost per sum with a guard per multiply-add (this
-// schedule before) 4.5 and 35 ms. With vec = 4 each thread's out_j columns move in groups of 4:
+// cache serves. A thread's out_j columns are interleaved (interleave, the default): they lie
+// tile_j / out_j columns apart, and neighbouring threads take neighbouring columns, so a warp's
+// reads of B's panel hit 16 consecutive words (no bank conflict; a thread's 8 consecutive
+// columns made every read of the panel a 4-way conflict), and its copy of the panel and its
+// stores of C are coalesced. Measured on the H200 (bench/gpu_cuda.cpp --knobs, 2048^3 and
+// 4096^3): 128 x 128 by 8 x 8 ran 0.82 and 6.3 ms, 64 x 64 by 4 x 4 1.00 and 7.8 ms, staging A 15%
+// slower at 2048^3, vec = 4 half as fast, and k innermost per sum with a guard per multiply-add
+// (this schedule before) 4.5 and 35 ms; on the H100, interleaved 0.68 and 5.3 ms against 0.83
+// and 6.3 ms (0.51x cuBLAS from 0.42x), k_step 8 or 32, vec = 4, a_shared or 64-column tiles
+// with it 9-50% slower. With vec = 4 each thread's out_j columns move in groups of 4:
 // the copy of B's panel, the sums and the output move float4 at a time (vload4/vstore4 in
 // OpenCL, aligned float4 accesses in CUDA). Small shapes halve the default tiles until they fit
 // inside the output (and the groups with them). Constraints keep threads and shared memory per
@@ -82,6 +88,7 @@ void schedule_matmul_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
     const bool a_shared = ctx.knob("a_shared", {0, 1}) != 0;
     const int vec = int(ctx.knob("vec", {1, 4}));
     const bool prod_registers = ctx.knob("prod_registers", {1, 0}) != 0;
+    const bool interleave = ctx.knob("interleave", {1, 0}) != 0;
     const int64_t threads = ctx.gpu_max_threads_per_block(), shared = ctx.gpu_shared_memory_bytes();
     ctx.constraint("tile_j <= N and tile_i <= M",
                    tile_j <= std::max<int64_t>(N, 4) && tile_i <= std::max<int64_t>(M, hand_i));
@@ -105,8 +112,20 @@ void schedule_matmul_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
         jv("jv"), it("it"), ir("ir");
     VarOrRVar ko("k.x_o", true), ki("k.x_i", true);
     // With vec > 1, jr (a thread's out_j columns) splits into jr (groups) and jv (the
-    // vectorized lanes of a group), innermost.
+    // vectorized lanes of a group), innermost. With interleave, a thread's columns (groups of
+    // vec) lie columns_of_threads groups apart and neighbouring threads take neighbouring
+    // groups: jt is the inner part of the split, so the threads of a warp read consecutive
+    // words of B's panel (no bank conflict) and store consecutive words of C.
     auto columns = [&](Stage st, const Var &col, TailStrategy tail = TailStrategy::Auto) -> Stage {
+        if (interleave) {
+            if (vec > 1) {
+                st.split(col, jr, jv, vec, tail);
+                st.split(jr, jr, jt, int(columns_of_threads), tail);
+            } else {
+                st.split(col, jr, jt, int(columns_of_threads), tail);
+            }
+            return st;
+        }
         st.split(col, jt, jr, out_j, tail);
         if (vec > 1) st.split(jr, jr, jv, vec);
         return st;

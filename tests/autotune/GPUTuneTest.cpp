@@ -391,7 +391,8 @@ TEST(GPUTune, GPUTemplatePointsLowerToKernels) {
           {"b_shared", 1},
           {"a_shared", 0},
           {"vec", 1},
-          {"prod_registers", 1}}},
+          {"prod_registers", 1},
+          {"interleave", 1}}},
         {"conv2d",
          {4, 16, 8, 16},
          {{"tile_x", 16}, {"tile_y", 4}, {"tile_co", 16}, {"unroll_co", 1}}},
@@ -497,7 +498,8 @@ TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
                                      {"b_shared", 1},
                                      {"a_shared", 1},
                                      {"vec", 4},
-                                     {"prod_registers", 1}});
+                                     {"prod_registers", 1},
+                                     {"interleave", 0}});
     ASSERT_TRUE(space.valid(config));
     try {
         space.from_json({{"tile_j", 32},
@@ -508,7 +510,8 @@ TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
                          {"b_shared", 1},
                          {"a_shared", 1},
                          {"vec", 4},
-                         {"prod_registers", 1}});
+                         {"prod_registers", 1},
+                         {"interleave", 0}});
         ADD_FAILURE() << "no error for out_j = 2 with vec = 4";
     } catch (const CompileError &e) {
         EXPECT_NE(std::string(e.what()).find(
@@ -529,6 +532,47 @@ TEST(GPUTune, MatmulTemplateWithVec4MovesFloat4) {
     expect_cuda_assembles(cu, "matmul_vec4.cu");
 
     expect_matches_on_opencl(op, shape, space, config, op.tolerance);
+}
+
+// The matmul template's interleave: a thread's columns (groups of vec) lie the block's threads
+// across apart, so neighbouring threads read neighbouring words of B's panel and write
+// neighbouring words of C; the sums stay in each thread's registers. At a shape the tiles do not
+// divide, with and without vectors and A's stage, the OpenCL kernel runs (PoCL) and matches the
+// reference, and the CUDA source compiles and assembles.
+TEST(GPUTune, MatmulTemplateInterleavesAThreadsColumns) {
+    const apps::Operator &op = apps::find_operator("matmul");
+    std::vector<int64_t> shape = {40, 72, 24};
+    GpuLimits limits;
+    limits.max_threads_per_block = 512;
+    SearchSpace space = space_for(op, shape, "template", tune_target("host-opencl"), &limits);
+    for (int vec : {1, 4}) {
+        SCOPED_TRACE("vec " + std::to_string(vec));
+        Config config = space.from_json({{"tile_j", 32},
+                                         {"tile_i", 16},
+                                         {"out_j", 8},
+                                         {"out_i", 2},
+                                         {"k_step", 8},
+                                         {"b_shared", 1},
+                                         {"a_shared", vec == 4 ? 1 : 0},
+                                         {"vec", vec},
+                                         {"prod_registers", 1},
+                                         {"interleave", 1}});
+        ASSERT_TRUE(space.valid(config));
+        apps::OperatorInstance inst = op.make(shape);
+        space.apply(inst, config);
+        LoweredFunc f = inst.pipeline().lower();
+        std::string cu = print_device_source(f.kernels, GpuApi::CUDA);
+        EXPECT_NE(cu.find("float prod[16];"), std::string::npos) << cu;
+        // Thread x's first column: x itself (vec 1), its x-th group of 4 (vec 4); blocked, it
+        // would be x * 8.
+        if (vec == 1)
+            EXPECT_EQ(cu.find("prod_s1_jt * "), std::string::npos) << cu;
+        else
+            EXPECT_NE(cu.find("prod_s1_jt * 4u"), std::string::npos) << cu;
+        EXPECT_EQ(cu.find("prod_s1_jt * 8u"), std::string::npos) << cu;
+        expect_cuda_assembles(cu, "matmul_interleave.cu");
+        expect_matches_on_opencl(op, shape, space, config, op.tolerance);
+    }
 }
 
 // Applies `config` of the automatic GPU space to a fresh plain matmul at `shape` and lowers it
@@ -707,16 +751,23 @@ TEST(GPUTune, TheCoalescingFeatureSeesWhetherNeighbouringThreadsReadNeighbouring
     };
     EXPECT_EQ(fraction(true), 1.0f);
     EXPECT_EQ(fraction(false), 0.0f);
-    // The matmul template's default: C and B's panel are read and written along x.
+    // The matmul template: with interleave (the default) neighbouring threads copy
+    // neighbouring words of B's panel and store neighbouring words of C, and read the same value
+    // of A (a step of 0): all coalesced; without it they step by a thread's 8 columns.
     const apps::Operator &op = apps::find_operator("matmul");
-    apps::OperatorInstance mm = op.make({64, 64, 64});
-    op.hand_schedule(mm, tune_target("host-opencl"));
-    std::vector<float> f = loop_nest_features(mm.pipeline().lower(), mm);
-    const std::vector<std::string> &names = feature_names();
-    float c =
-        f[size_t(std::find(names.begin(), names.end(), "gpu_coalesced_fraction") - names.begin())];
-    EXPECT_GT(c, 0.0f);
-    EXPECT_LT(c, 1.0f); // A's rows are read by every thread of a row: not along x
+    auto matmul_fraction = [&](const std::string &interleave) {
+        apps::OperatorInstance mm = op.make({64, 64, 64});
+        apps::schedule_from_generator(op.generator, op.generator_params, mm,
+                                      tune_target("host-opencl"), {{"interleave", interleave}});
+        std::vector<float> f = loop_nest_features(mm.pipeline().lower(), mm);
+        const std::vector<std::string> &names = feature_names();
+        return f[size_t(std::find(names.begin(), names.end(), "gpu_coalesced_fraction") -
+                        names.begin())];
+    };
+    EXPECT_EQ(matmul_fraction("1"), 1.0f);
+    const float blocked = matmul_fraction("0");
+    EXPECT_GT(blocked, 0.0f);
+    EXPECT_LT(blocked, 1.0f);
 }
 
 TEST(GPUTune, TheCostModelsFeaturesSeeInsideTheKernels) {
@@ -734,7 +785,8 @@ TEST(GPUTune, TheCostModelsFeaturesSeeInsideTheKernels) {
                                      {"b_shared", 1},
                                      {"a_shared", 1},
                                      {"vec", 1},
-                                     {"prod_registers", 0}});
+                                     {"prod_registers", 0},
+                                     {"interleave", 0}});
     ASSERT_TRUE(space.valid(config));
     apps::OperatorInstance inst = op.make(shape);
     space.apply(inst, config);
