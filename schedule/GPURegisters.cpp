@@ -50,6 +50,27 @@ Expr distribute(const Expr &e) {
         if (int k = arms(b, &p, &q)) return make(3 - k, distribute(a - p), distribute(a - q));
         return simplify(a - b);
     }
+    // Products and floor quotients by a positive constant are monotone: they move inside too
+    // (a tile's end rounded up to a thread's points, ((min(p, q) / 4) * 4), bounds by its arms).
+    auto positive = [](const Expr &k) {
+        std::optional<int64_t> c = as_const_int(k);
+        return c && *c > 0;
+    };
+    if (const Mul *n = e.as<Mul>()) {
+        Expr a = distribute(n->a), b = distribute(n->b);
+        if (positive(a)) std::swap(a, b);
+        if (positive(b)) {
+            if (int k = arms(a, &p, &q)) return make(k, distribute(p * b), distribute(q * b));
+        }
+        return simplify(a * b);
+    }
+    if (const Div *n = e.as<Div>()) {
+        Expr a = distribute(n->a), b = n->b;
+        if (positive(b)) {
+            if (int k = arms(a, &p, &q)) return make(k, distribute(p / b), distribute(q / b));
+        }
+        return simplify(a / b);
+    }
     if (const Min *n = e.as<Min>()) return min(distribute(n->a), distribute(n->b));
     if (const Max *n = e.as<Max>()) return max(distribute(n->a), distribute(n->b));
     return simplify(e);
