@@ -301,6 +301,14 @@ GPUShape read_gpu_shape(const apps::OperatorInstance &inst,
             std::set<std::string> others = stage_names;
             others.erase(p.name());
             read_reduction(p.update_definition(p.num_updates() - 1), p.args(), others, prod);
+            // A reduction the output reads at its own points (dimension i of the output at
+            // dimension i, no offset, only the output's thread dimensions x and y): each thread
+            // may keep its points in registers, as the output's own sums may.
+            bool own_points = map.size() <= std::min<size_t>(s.dims.size(), 2);
+            for (size_t i = 0; i < map.size(); i++)
+                own_points =
+                    own_points && map[i].out_dim == int(i) && map[i].lo == 0 && map[i].hi == 0;
+            if (own_points) prod.registers_knob = p.name() + "_at";
         }
         s.producers.push_back(prod);
     }
@@ -368,16 +376,24 @@ std::pair<int64_t, int64_t> block_cost(const GPUShape::Producer &p, const Config
 }
 
 /// Tiles a stage over its pure dimensions `dims` for the GPU: x by block_x (x out_x serial
-/// outputs per thread), y by block_y (x out_y), a third dimension as a block dimension, the rest
-/// as host loops; `inner` are loops kept innermost and serial (an update's RVars).
+/// outputs per thread: consecutive, or block_x apart with `interleave`), y by block_y (x out_y),
+/// a third dimension as a block dimension, the rest as host loops; `inner` are loops kept
+/// innermost and serial (an update's RVars).
 void gpu_tile_stage(Stage st, const std::vector<std::string> &dims,
                     const std::vector<VarOrRVar> &inner, int64_t bx, int64_t by, int64_t ox,
-                    int64_t oy, bool unroll, TailStrategy tail) {
+                    int64_t oy, bool unroll, TailStrategy tail, bool interleave = false) {
     const int d = int(dims.size());
     const std::string &x = dims[0];
     std::string xo = x + "_bo", xt = x + "_t", xr = x + "_r";
     st.split(V(x), V(xo), V(xt), int(bx * ox), tail);
-    if (ox > 1) st.split(V(xt), V(xt), V(xr), int(ox), tail);
+    // The tile's constant extent divides exactly: an update's inner split only refuses
+    // RoundUp by name.
+    const TailStrategy inner_tail =
+        tail == TailStrategy::RoundUp ? TailStrategy::GuardWithIf : tail;
+    if (ox > 1 && interleave)
+        st.split(V(xt), V(xr), V(xt), int(bx), inner_tail);
+    else if (ox > 1)
+        st.split(V(xt), V(xt), V(xr), int(ox), inner_tail);
     std::vector<VarOrRVar> order = inner;
     if (ox > 1) order.push_back(V(xr));
     order.push_back(V(xt));
@@ -386,7 +402,7 @@ void gpu_tile_stage(Stage st, const std::vector<std::string> &dims,
         yo = dims[1] + "_bo", yt = dims[1] + "_t", yr = dims[1] + "_r";
         st.split(V(dims[1]), V(yo), V(yt), int(by * oy), tail);
         if (oy > 1) {
-            st.split(V(yt), V(yt), V(yr), int(oy), tail);
+            st.split(V(yt), V(yt), V(yr), int(oy), inner_tail);
             order.insert(order.end() - 1, V(yr)); // inside xt, outside xr
         }
         order.push_back(V(yt));
@@ -418,19 +434,20 @@ std::vector<VarOrRVar> rvars_of(const Func &f, int u) {
 /// A Func (pure definition and updates) as kernels of its own: tiled where its updates keep the
 /// pure variables in place, on one GPU thread where they do not (or it has no dimensions).
 void schedule_gpu_func(const Func &f, int64_t bx, int64_t by, int64_t ox, int64_t oy, bool unroll,
-                       TailStrategy tail) {
+                       TailStrategy tail, bool interleave = false,
+                       TailStrategy update_tail = TailStrategy::GuardWithIf) {
     if (f.dimensions() == 0) {
         Stage(f.function(), 0).gpu_single_thread();
         for (int u = 0; u < f.num_updates(); u++)
             f.update(u).gpu_single_thread();
         return;
     }
-    gpu_tile_stage(Stage(f.function(), 0), f.args(), {}, bx, by, ox, oy, unroll, tail);
+    gpu_tile_stage(Stage(f.function(), 0), f.args(), {}, bx, by, ox, oy, unroll, tail, interleave);
     std::vector<bool> in_place = updates_in_place(f);
     for (int u = 0; u < f.num_updates(); u++) {
         if (in_place[size_t(u)])
             gpu_tile_stage(f.update(u), f.args(), rvars_of(f, u), bx, by, ox, oy, unroll,
-                           TailStrategy::GuardWithIf);
+                           update_tail, interleave);
         else
             f.update(u).gpu_single_thread();
     }
@@ -454,14 +471,16 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
     if (d > 1)
         space.add_powers_of_two("block_y", 1,
                                 std::max<int64_t>(1, std::min(int64_t(64), floor_pow2(ext_y))));
-    space.add_integers("out_x", {1, 2, 4});
-    if (d > 1) space.add_integers("out_y", {1, 2, 4});
+    space.add_integers("out_x", {1, 2, 4, 8});
+    if (d > 1) space.add_integers("out_y", {1, 2, 4, 8});
     space.add_bool("unroll");
+    space.add_bool("interleave");
     for (const GPUShape::Producer &p : s.producers) {
         std::vector<std::string> where;
         if (!p.has_updates) where.push_back("inline");
         where.push_back("root");
         if (p.block_map) where.push_back("block");
+        if (!p.registers_knob.empty()) where.push_back("registers");
         space.add_choice(p.name + "_at", where);
     }
     if (s.sums) space.add_choice(s.out + "_sums", {"inplace", "block", "registers"});
@@ -474,7 +493,8 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
     if (s.sums) per_block.push_back(*s.sums);
     const std::string sums_knob = s.out + "_sums";
     auto at_block = [sums_knob](const GPUShape::Producer &p, const ConfigView &c) {
-        return c.has(p.name + "_at") ? c.s(p.name + "_at") == "block" : c.s(sums_knob) != "inplace";
+        if (!c.has(p.name + "_at")) return c.s(sums_knob) != "inplace";
+        return c.s(p.name + "_at") == "block" || c.s(p.name + "_at") == "registers";
     };
 
     // A per-block reduction steps through its largest RVar r_step values at a time; at each step
@@ -507,6 +527,23 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
         space.add_constraint("block_y * out_y <= output extent of y", [ext_y](const ConfigView &c) {
             return c.i("block_y") * c.i("out_y") <= ext_y;
         });
+    space.add_constraint("interleave needs out_x > 1", [](const ConfigView &c) {
+        return !c.b("interleave") || c.i("out_x") > 1;
+    });
+    // Registers interleaved as the output's points must be whole tiles: an output with an
+    // update has partial tiles unless its tile divides it.
+    const bool out_updates = !s.out_updates_in_place.empty();
+    space.add_constraint("interleave with registers needs whole tiles",
+                         [per_block, out_updates, ext_x, ext_y, d](const ConfigView &c) {
+                             if (!c.b("interleave") || !out_updates) return true;
+                             bool registers = false;
+                             for (const GPUShape::Producer &p : per_block)
+                                 registers = registers || (!p.registers_knob.empty() &&
+                                                           c.s(p.registers_knob) == "registers");
+                             return !registers ||
+                                    (ext_x % (c.i("block_x") * c.i("out_x")) == 0 &&
+                                     (d < 2 || ext_y % (c.i("block_y") * c.i("out_y")) == 0));
+                         });
     space.add_constraint("unroll needs out_x > 1 or out_y > 1", [](const ConfigView &c) {
         return !c.b("unroll") || c.i("out_x") > 1 || (c.has("out_y") && c.i("out_y") > 1);
     });
@@ -532,13 +569,19 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
         int64_t bx = c.i("block_x"), by = c.has("block_y") ? c.i("block_y") : 1;
         int64_t ox = c.i("out_x"), oy = c.has("out_y") ? c.i("out_y") : 1;
         bool unroll = c.b("unroll");
+        const bool interleave = c.b("interleave");
+        const bool whole_tiles =
+            s.extents[0] % (bx * ox) == 0 && (s.dims.size() < 2 || s.extents[1] % (by * oy) == 0);
         // The output's reduction in its intermediate of sums; the update left behind adds the
         // sums to the output in place.
         std::optional<Func> sums;
         if (s.sums && c.s(s.out + "_sums") != "inplace")
             sums = f.update(0).rfactor({}, s.sums->name);
-        // The output's tiles stay inside it (ShiftInwards); its updates guard their tails.
-        schedule_gpu_func(f, bx, by, ox, oy, unroll, TailStrategy::Auto);
+        // The output's tiles stay inside it (ShiftInwards); its updates guard their tails, or,
+        // where the tiles divide it, round up (nothing past it, and whole tiles per block: a
+        // Func computed per block for them covers a constant tile).
+        schedule_gpu_func(f, bx, by, ox, oy, unroll, TailStrategy::Auto, interleave,
+                          whole_tiles ? TailStrategy::RoundUp : TailStrategy::GuardWithIf);
         const std::string block_loop = s.dims[0] + "_bo";
         std::vector<Func> blocks;
         for (const Func &pf : inst.stages) {
@@ -546,6 +589,10 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
             Func p = pf;
             const std::string &where = c.s(p.name() + "_at");
             if (where == "inline") continue;
+            if (where == "registers") {
+                blocks.push_back(p);
+                continue;
+            }
             if (where == "root") {
                 p.compute_root();
                 // Its region is not known here: tails are guarded.
@@ -561,13 +608,16 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
             // instead stay in registers, each thread keeping its own points; their reduction
             // then runs outside the thread's points (each value read from the staged inputs
             // serves a row or column of them).
-            const bool in_registers =
-                sums && p.name() == sums->name() && c.s(s.out + "_sums") == "registers";
-            p.compute_at(f, V(block_loop))
-                .store_in(in_registers ? MemoryType::Register : MemoryType::GPUShared);
             const GPUShape::Producer &info =
                 *std::find_if(per_block.begin(), per_block.end(),
                               [&](const GPUShape::Producer &q) { return q.name == p.name(); });
+            const bool in_registers =
+                !info.registers_knob.empty() && c.s(info.registers_knob) == "registers";
+            // Rounded up (below) where its tile per block is whole: the output is whole tiles,
+            // or the output has no update (its tiles are shifted inwards, never partial).
+            const bool round_up = whole_tiles || f.num_updates() == 0;
+            p.compute_at(f, V(block_loop))
+                .store_in(in_registers ? MemoryType::Register : MemoryType::GPUShared);
             auto threads_of = [&](Stage st, std::vector<VarOrRVar> order,
                                   const std::vector<VarOrRVar> &outer) {
                 std::vector<VarOrRVar> thread_dims, points;
@@ -576,8 +626,19 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
                     const int out_dim = (*info.block_map)[i].out_dim;
                     const int64_t per_thread = out_dim == 0 ? ox : out_dim == 1 ? oy : 1;
                     if (per_thread > 1) {
-                        st.split(V(v), V(v + "_t"), V(v + "_r"), int(per_thread),
-                                 TailStrategy::GuardWithIf);
+                        // Registers of a whole tile per block (a multiple of the thread's
+                        // points) are rounded up: no test per multiply-add. At a partial tile
+                        // (an update's guarded tail) rounding up would read the inputs past
+                        // their ends. Interleaved registers take a thread's x points block_x
+                        // apart, as the output's (a constraint keeps their tile whole, so the
+                        // unrolled points have a constant count).
+                        const TailStrategy tail = in_registers && round_up
+                                                      ? TailStrategy::RoundUp
+                                                      : TailStrategy::GuardWithIf;
+                        if (out_dim == 0 && interleave && in_registers)
+                            st.split(V(v), V(v + "_r"), V(v + "_t"), int(bx), tail);
+                        else
+                            st.split(V(v), V(v + "_t"), V(v + "_r"), int(per_thread), tail);
                         if (unroll) st.unroll(V(v + "_r"));
                         points.push_back(V(v + "_r"));
                         thread_dims.push_back(V(v + "_t"));

@@ -601,7 +601,8 @@ TEST(GPUTune, AutoGPUSpaceStagesAUsersMatmulInputsInSharedMemoryPerStep) {
     SearchSpace space = auto_gpu_space(op, shape);
     nlohmann::json j = {{"block_x", 16},      {"block_y", 8},           {"out_x", 2},
                         {"out_y", 1},         {"unroll", true},         {"C_sums", "block"},
-                        {"C_sums_r_step", 8}, {"C_sums_stage_A", true}, {"C_sums_stage_B", true}};
+                        {"C_sums_r_step", 8}, {"C_sums_stage_A", true}, {"C_sums_stage_B", true},
+                        {"interleave", false}};
     Config config = space.from_json(j);
     ASSERT_TRUE(space.valid(config)) << space.violated(config);
     // Staging needs a step; a step needs the sums per block. from_json names the constraint.
@@ -662,7 +663,8 @@ TEST(GPUTune, AutoGPUSpaceKeepsAUsersMatmulSumsInRegisters) {
                                      {"C_sums", "registers"},
                                      {"C_sums_r_step", 8},
                                      {"C_sums_stage_A", true},
-                                     {"C_sums_stage_B", true}});
+                                     {"C_sums_stage_B", true},
+                                     {"interleave", false}});
     ASSERT_TRUE(space.valid(config)) << space.violated(config);
     LoweredFunc f;
     ASSERT_NO_FATAL_FAILURE(lower_matmul_sums_kernel(op, shape, space, config, 8, 4, &f));
@@ -693,24 +695,143 @@ TEST(GPUTune, AutoGPUSpaceKeepsAUsersMatmulSumsInRegisters) {
 TEST(GPUTune, AutoGPUSpaceRegisterTilesMatchTheReferenceOnOpenCL) {
     REQUIRE_OPENCL();
     const apps::Operator op = autotune_test::plain_matmul();
-    const std::vector<int64_t> shape = {29, 45, 20}; // M, N, K
-    SearchSpace space = auto_gpu_space(op, shape);
-    std::mt19937_64 rng(5);
-    int ran = 0;
-    for (int tries = 0; tries < 4000 && ran < 6; tries++) {
-        Config config = space.random(rng);
-        nlohmann::json j = space.to_json(config);
-        j["C_sums"] = "registers";
-        try {
-            config = space.from_json(j);
-        } catch (const CompileError &) {
-            continue; // breaks a constraint
+    // M, N, K: no tile divides the first (guarded sums); the second is whole tiles for most
+    // points (sums rounded up, interleaved points).
+    for (const std::vector<int64_t> &shape :
+         {std::vector<int64_t>{29, 45, 20}, std::vector<int64_t>{32, 64, 16}}) {
+        SearchSpace space = auto_gpu_space(op, shape);
+        std::mt19937_64 rng(5);
+        int ran = 0;
+        for (int tries = 0; tries < 4000 && ran < 6; tries++) {
+            Config config = space.random(rng);
+            nlohmann::json j = space.to_json(config);
+            j["C_sums"] = "registers";
+            try {
+                config = space.from_json(j);
+            } catch (const CompileError &) {
+                continue; // breaks a constraint
+            }
+            SCOPED_TRACE(j.dump());
+            expect_matches_on_opencl(op, shape, space, config, 1e-4);
+            ran++;
         }
-        SCOPED_TRACE(j.dump());
-        expect_matches_on_opencl(op, shape, space, config, 1e-4);
-        ran++;
+        EXPECT_EQ(ran, 6);
     }
-    EXPECT_EQ(ran, 6);
+}
+
+// The built-in matmul's prod (a reduction its output reads at its own points) may stay in
+// each thread's registers in the automatic GPU space, as the template keeps it: at a shape its
+// tiles divide, with a thread's columns interleaved, every multiply-add runs unguarded, a
+// warp's threads read neighbouring words of B's staged panel, the sums are a private array, and
+// the OpenCL kernel matches the reference; a user's matmul's sums likewise.
+TEST(GPUTune, AutoGPUSpaceKeepsAReductionTheOutputReadsInRegistersInterleaved) {
+    const std::vector<int64_t> shape = {32, 64, 24}; // M, N, K; tiles of 32 x 8 divide it
+    {
+        const apps::Operator &op = apps::find_operator("matmul");
+        SearchSpace space = auto_gpu_space(op, shape);
+        Config config = space.from_json({{"block_x", 8},
+                                         {"block_y", 4},
+                                         {"out_x", 4},
+                                         {"out_y", 2},
+                                         {"unroll", true},
+                                         {"interleave", true},
+                                         {"prod_at", "registers"},
+                                         {"prod_r_step", 8},
+                                         {"prod_stage_A", false},
+                                         {"prod_stage_B_panel", true},
+                                         {"B_panel_at", "inline"}});
+        ASSERT_TRUE(space.valid(config)) << space.violated(config);
+        apps::OperatorInstance inst = op.make(shape);
+        space.apply(inst, config);
+        LoweredFunc f = inst.pipeline().lower();
+        const std::string cu = print_device_source(f.kernels, GpuApi::CUDA);
+        EXPECT_NE(cu.find("float prod[8];"), std::string::npos) << cu;
+        EXPECT_EQ(cu.find("__shared__ float prod"), std::string::npos) << cu;
+        // No guard of a sum's row or column: rounded up over the block's whole tile.
+        EXPECT_EQ(cu.find("s1_j_loop_max"), std::string::npos) << cu;
+        EXPECT_EQ(cu.find("s1_i_loop_max"), std::string::npos) << cu;
+        // Thread x's first column is x itself; blocked, it would be x * 4.
+        EXPECT_EQ(cu.find("prod_s1_j_t * "), std::string::npos) << cu;
+        EXPECT_NE(cu.find("prod_s1_j_t"), std::string::npos) << cu;
+        expect_cuda_assembles(cu, "auto_registers.cu");
+        expect_matches_on_opencl(op, shape, space, config, op.tolerance);
+        // Interleaved registers at a partial tile would need a variable count of unrolled
+        // points: the space refuses the point before it is measured.
+        SearchSpace odd = auto_gpu_space(autotune_test::plain_matmul(), {37, 53, 24});
+        nlohmann::json j = {{"block_x", 8},
+                            {"block_y", 4},
+                            {"out_x", 4},
+                            {"out_y", 2},
+                            {"unroll", true},
+                            {"interleave", true},
+                            {"C_sums", "registers"},
+                            {"C_sums_r_step", 8},
+                            {"C_sums_stage_A", false},
+                            {"C_sums_stage_B", true}};
+        try {
+            odd.from_json(j);
+            ADD_FAILURE() << "no error for interleaved registers at partial tiles";
+        } catch (const CompileError &e) {
+            EXPECT_NE(std::string(e.what()).find(
+                          "breaks the constraint 'interleave with registers needs whole tiles'"),
+                      std::string::npos)
+                << e.what();
+        }
+    }
+    const apps::Operator op = autotune_test::plain_matmul();
+    SearchSpace space = auto_gpu_space(op, shape);
+    Config config = space.from_json({{"block_x", 8},
+                                     {"block_y", 4},
+                                     {"out_x", 4},
+                                     {"out_y", 2},
+                                     {"unroll", true},
+                                     {"interleave", true},
+                                     {"C_sums", "registers"},
+                                     {"C_sums_r_step", 8},
+                                     {"C_sums_stage_A", true},
+                                     {"C_sums_stage_B", true}});
+    apps::OperatorInstance inst = op.make(shape);
+    space.apply(inst, config);
+    const std::string cu = print_device_source(inst.pipeline().lower().kernels, GpuApi::CUDA);
+    EXPECT_NE(cu.find("float C_sums[8];"), std::string::npos) << cu;
+    EXPECT_EQ(cu.find("s1_j_loop_max"), std::string::npos) << cu;
+    expect_cuda_assembles(cu, "auto_sums_registers.cu");
+    expect_matches_on_opencl(op, shape, space, config, 1e-4);
+}
+
+// The automatic GPU space reaches the structure of the matmul template's hand schedule at 2048^3:
+// one kernel of 16 x 16 threads, each keeping 8 x 8 interleaved sums in registers, B's panel of
+// 16 values of k staged in shared memory (8 KiB), no test per multiply-add.
+TEST(GPUTune, AutoGPUSpaceHasTheMatmulHandSchedulesKernel) {
+    const apps::Operator &op = apps::find_operator("matmul");
+    const std::vector<int64_t> shape = {2048, 2048, 2048};
+    SearchSpace space = auto_gpu_space(op, shape);
+    Config config = space.from_json({{"block_x", 16},
+                                     {"block_y", 16},
+                                     {"out_x", 8},
+                                     {"out_y", 8},
+                                     {"unroll", true},
+                                     {"interleave", true},
+                                     {"prod_at", "registers"},
+                                     {"prod_r_step", 16},
+                                     {"prod_stage_A", false},
+                                     {"prod_stage_B_panel", true},
+                                     {"B_panel_at", "inline"}});
+    apps::OperatorInstance point = op.make(shape), hand = op.make(shape);
+    space.apply(point, config);
+    op.hand_schedule(hand, tune_target("host-cuda"));
+    const LoweredFunc got = point.pipeline().lower(), want = hand.pipeline().lower();
+    ASSERT_EQ(got.kernels.size(), 1u);
+    ASSERT_EQ(want.kernels.size(), 1u);
+    for (int d = 0; d < 3; d++)
+        EXPECT_EQ(got.kernels[0].threads[d], want.kernels[0].threads[d]) << d;
+    EXPECT_EQ(got.kernels[0].shared_bytes, want.kernels[0].shared_bytes);
+    EXPECT_EQ(got.kernels[0].shared_bytes, 128 * 16 * 4);
+    const std::string cu = print_device_source(got.kernels, GpuApi::CUDA);
+    EXPECT_NE(cu.find("float prod[64];"), std::string::npos) << cu;
+    EXPECT_EQ(cu.find("s1_j_loop_max"), std::string::npos) << cu;
+    EXPECT_EQ(cu.find("s1_i_loop_max"), std::string::npos) << cu;
+    expect_cuda_assembles(cu, "auto_hand.cu");
 }
 
 // A short real tuning job of matmul on OpenCL (its buffers A, B and C exercise the device
