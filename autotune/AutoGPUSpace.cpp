@@ -475,6 +475,15 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
     if (d > 1) space.add_integers("out_y", {1, 2, 4, 8});
     space.add_bool("unroll");
     space.add_bool("interleave");
+    // The prior of a new run's random draws (every value stays in the space): the register
+    // tiles of the GPU hand schedules and of sgemm kernels since Volkov and Demmel (4 or 8
+    // points a thread each way, unrolled, a warp's threads on neighbouring columns; measured
+    // on the H200 and the H100 through the matmul template, docs/BENCHMARKS.md) twice or three
+    // times as likely as the rest.
+    space.set_weights("out_x", {1.0, 1.0, 2.0, 2.0});
+    if (d > 1) space.set_weights("out_y", {1.0, 1.0, 2.0, 2.0});
+    space.set_weights("unroll", {1.0, 3.0});
+    space.set_weights("interleave", {1.0, 2.0});
     for (const GPUShape::Producer &p : s.producers) {
         std::vector<std::string> where;
         if (!p.has_updates) where.push_back("inline");
@@ -482,8 +491,18 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
         if (p.block_map) where.push_back("block");
         if (!p.registers_knob.empty()) where.push_back("registers");
         space.add_choice(p.name + "_at", where);
+        // A reduction kept in each thread's registers (the hand schedules' sums) 3 times as
+        // likely as each other place.
+        if (!p.registers_knob.empty()) {
+            std::vector<double> w(where.size(), 1.0);
+            w.back() = 3.0;
+            space.set_weights(p.name + "_at", w);
+        }
     }
-    if (s.sums) space.add_choice(s.out + "_sums", {"inplace", "block", "registers"});
+    if (s.sums) {
+        space.add_choice(s.out + "_sums", {"inplace", "block", "registers"});
+        space.set_weights(s.out + "_sums", {1.0, 1.0, 3.0});
+    }
 
     // The Funcs that may be computed per block (the output's sums among them), and whether a
     // config computes one so.
@@ -506,6 +525,10 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
         for (int64_t v : {1, 4, 8, 16, 32})
             if (v == 1 || (v <= p.r_extent && p.r_extent % v == 0)) steps.push_back(v);
         space.add_integers(p.name + "_r_step", steps);
+        std::vector<double> step_weights; // steps of 8 or 16 (the hand schedules') twice as likely
+        for (int64_t v : steps)
+            step_weights.push_back(v == 8 || v == 16 ? 2.0 : 1.0);
+        space.set_weights(p.name + "_r_step", step_weights);
         space.add_constraint(p.name + "_r_step > 1 needs " + p.name + " per block",
                              [p, at_block](const ConfigView &c) {
                                  return c.i(p.name + "_r_step") == 1 || at_block(p, c);

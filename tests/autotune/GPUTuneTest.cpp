@@ -834,6 +834,37 @@ TEST(GPUTune, AutoGPUSpaceHasTheMatmulHandSchedulesKernel) {
     expect_cuda_assembles(cu, "auto_hand.cu");
 }
 
+// A new run's random draws of the automatic GPU space lean to the hand schedules' register
+// tiles: a reduction in registers, 4 or 8 points a thread, unrolled, interleaved; every value
+// stays drawable. Drawn by the weights: registers in 3 / (3 + 2) of the draws of prod_at.
+TEST(GPUTune, AutoGPUSpaceDrawsRegisterTilesMoreOften) {
+    const apps::Operator &op = apps::find_operator("matmul");
+    SearchSpace space = auto_gpu_space(op, {2048, 2048, 2048});
+    auto weights = [&](const std::string &name) {
+        return space.knobs()[size_t(space.knob_index(name))].weights;
+    };
+    const Knob &at = space.knobs()[size_t(space.knob_index("prod_at"))];
+    ASSERT_EQ(at.values.back().get<std::string>(), "registers");
+    EXPECT_EQ(weights("prod_at").back(), 3.0);
+    EXPECT_EQ(weights("out_x"), (std::vector<double>{1.0, 1.0, 2.0, 2.0}));
+    EXPECT_EQ(weights("unroll"), (std::vector<double>{1.0, 3.0}));
+    EXPECT_EQ(weights("interleave"), (std::vector<double>{1.0, 2.0}));
+    std::mt19937_64 rng(3);
+    int registers = 0, eights = 0;
+    const int draws = 4000;
+    for (int i = 0; i < draws; i++) {
+        nlohmann::json j = space.to_json(space.random(rng));
+        registers += j["prod_at"] == "registers";
+        eights += j["out_x"] == 8;
+    }
+    EXPECT_NEAR(double(registers) / draws, 3.0 / 5.0, 0.03);
+    EXPECT_NEAR(double(eights) / draws, 2.0 / 6.0, 0.03);
+    // A user's matmul's sums: registers 3 times as likely as each other place.
+    SearchSpace plain = auto_gpu_space(autotune_test::plain_matmul(), {64, 64, 64});
+    EXPECT_EQ(plain.knobs()[size_t(plain.knob_index("C_sums"))].weights,
+              (std::vector<double>{1.0, 1.0, 3.0}));
+}
+
 // A short real tuning job of matmul on OpenCL (its buffers A, B and C exercise the device
 // printer's renaming of all-capitals names).
 TEST(GPUTune, Matmul64OnOpenCL) {
