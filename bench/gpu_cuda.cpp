@@ -5,12 +5,15 @@
 //
 //   kiln_bench_gpu_cuda [--rounds N] [--only matmul|conv2d|softmax] [--quick]
 //                       [--trace OP=schedule.json ...] [--knobs OP:knob=value,knob=value ...]
+//                       [--auto-config OP=JSON ...]
 //   (scripts/bench.sh --gpu and scripts/gpu-check.sh run it)
 //
 // kiln's column is the operator's GPU hand schedule (apps/, hand_schedule with a host-cuda
 // target); --trace adds a column for a tuned schedule (a ScheduleTrace as JSON, e.g. from
 // `kiln db best OP --trace`); --knobs adds a column for the operator's template at those knob
-// values (the others at their hand values), e.g. --knobs matmul:tile_j=128,out_j=8. Every kiln
+// values (the others at their hand values), e.g. --knobs matmul:tile_j=128,out_j=8;
+// --auto-config a column for a point of the automatic GPU space (autotune/AutoGPUSpace.cpp, every
+// knob named, as `kiln db best` prints a config), at each shape of the operator. Every kiln
 // output is checked against the library's output (or the CPU reference for softmax) before anything
 // is timed. Times are medians over rounds, each round the mean of `reps` back-to-back launches
 // timed with CUDA events, implementations interleaved. Without a CUDA device it prints why and
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "apps/Operator.h"
+#include "autotune/AutoSpace.h"
 #include "kiln.h"
 #include "runtime/kiln_runtime.h"
 #include "schedule/ScheduleTrace.h"
@@ -137,10 +141,14 @@ struct KilnCase {
 
 KilnCase make_kiln_case(const apps::Operator &op, const std::vector<int64_t> &shape,
                         const std::string &label, const std::string &trace_json,
-                        const std::map<std::string, std::string> &knobs = {}) {
+                        const std::map<std::string, std::string> &knobs = {},
+                        const std::string &auto_config = "") {
     Target cuda = Target::parse("host-cuda");
     apps::OperatorInstance inst = op.make(shape);
-    if (!knobs.empty()) {
+    if (!auto_config.empty()) {
+        autotune::SearchSpace space = autotune::auto_gpu_space(op, shape);
+        space.apply(inst, space.from_json(nlohmann::json::parse(auto_config)));
+    } else if (!knobs.empty()) {
         apps::check_knob_names(op, shape, cuda, knobs);
         apps::schedule_from_generator(op.generator, op.generator_params, inst, cuda, knobs);
     } else if (trace_json.empty()) {
@@ -182,6 +190,8 @@ struct Options {
     std::map<std::string, std::string> traces; ///< op -> trace JSON text
     /// op -> knob settings, one column each (--knobs)
     std::multimap<std::string, std::map<std::string, std::string>> knobs;
+    /// op -> a point of its automatic GPU space as JSON, one column each (--auto-config)
+    std::multimap<std::string, std::string> auto_configs;
 };
 
 /// The columns of the --knobs settings of op: each "kiln (knob=value, ...)"; a setting the
@@ -198,6 +208,16 @@ void add_knob_cases(const Options &o, const apps::Operator &op, const std::vecto
         } catch (const std::exception &e) {
             std::fprintf(stderr, "%s %s: knobs %s left out: %s\n", op.name.c_str(),
                          apps::shape_to_string(shape).c_str(), label.c_str(), e.what());
+        }
+    }
+    auto [auto_first, auto_last] = o.auto_configs.equal_range(op.name);
+    for (auto it = auto_first; it != auto_last; ++it) {
+        try {
+            kiln.push_back(make_kiln_case(op, shape, "kiln (generated " + it->second + ")", "", {},
+                                          it->second));
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "%s %s: generated config %s left out: %s\n", op.name.c_str(),
+                         apps::shape_to_string(shape).c_str(), it->second.c_str(), e.what());
         }
     }
 }
@@ -409,10 +429,20 @@ int main(int argc, char **argv) {
             } catch (const CompileError &e) {
                 fail(std::string("--knobs: ") + e.what());
             }
+        } else if (a == "--auto-config") {
+            // OP=JSON: checked here, so a typo fails before the GPU is touched.
+            std::string v = value();
+            size_t eq = v.find('=');
+            if (eq == std::string::npos || eq == 0)
+                fail("--auto-config takes OP=JSON (a point of the automatic GPU space), got '" + v +
+                     "'");
+            if (!nlohmann::json::accept(v.substr(eq + 1)))
+                fail("--auto-config " + v.substr(0, eq) + ": not JSON: '" + v.substr(eq + 1) + "'");
+            o.auto_configs.emplace(v.substr(0, eq), v.substr(eq + 1));
         } else {
             fail("unknown option '" + a +
                  "' (known: --rounds N, --only matmul|conv2d|softmax, --quick, --trace OP=FILE, "
-                 "--knobs OP:knob=value,...)");
+                 "--knobs OP:knob=value,..., --auto-config OP=JSON)");
         }
     }
     const kiln_device_interface_t *cuda = kiln_device_interface(kiln_gpu_api_cuda);

@@ -275,8 +275,13 @@ run_checks() {
         echo "## Benchmark (kiln_bench_gpu_cuda)"
         echo
     } | tee -a "$report"
-    local bench_args=()
-    read -r -a bench_args <<<"${KILN_GPU_BENCH_ARGS:-}"
+    # A column for the automatic GPU space's point with the matmul hand schedule's kernel (16 x 16
+    # threads of 8 x 8 interleaved sums in registers, B's panel staged per 16 values of k:
+    # GPUTune.AutoGPUSpaceHasTheMatmulHandSchedulesKernel), then the environment's arguments.
+    local bench_args=(--auto-config 'matmul={"B_panel_at":"inline","block_x":16,"block_y":16,"interleave":true,"out_x":8,"out_y":8,"prod_at":"registers","prod_r_step":16,"prod_stage_A":false,"prod_stage_B_panel":true,"unroll":true}')
+    local env_args=()
+    read -r -a env_args <<<"${KILN_GPU_BENCH_ARGS:-}"
+    bench_args+=("${env_args[@]}")
     if ! timeout 200 "$bin/kiln_bench_gpu_cuda" "${trace_args[@]}" "${bench_args[@]}" 2>&1 |
         tee -a "$report"; then
         status=1
