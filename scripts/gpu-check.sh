@@ -278,7 +278,10 @@ run_checks() {
     # A column for the automatic GPU space's point with the matmul hand schedule's kernel (16 x 16
     # threads of 8 x 8 interleaved sums in registers, B's panel staged per 16 values of k:
     # GPUTune.AutoGPUSpaceHasTheMatmulHandSchedulesKernel), then the environment's arguments.
-    local bench_args=(--auto-config 'matmul={"B_panel_at":"inline","block_x":16,"block_y":16,"interleave":true,"out_x":8,"out_y":8,"prod_at":"registers","prod_r_step":16,"prod_stage_A":false,"prod_stage_B_panel":true,"unroll":true}')
+    # And conv2d with its weights repacked once per run, output channel innermost (not yet
+    # measured on a GPU).
+    local bench_args=(--auto-config 'matmul={"B_panel_at":"inline","block_x":16,"block_y":16,"interleave":true,"out_x":8,"out_y":8,"prod_at":"registers","prod_r_step":16,"prod_stage_A":false,"prod_stage_B_panel":true,"unroll":true}'
+        --knobs conv2d:w_packed_at=root)
     local env_args=()
     read -r -a env_args <<<"${KILN_GPU_BENCH_ARGS:-}"
     bench_args+=("${env_args[@]}")

@@ -395,7 +395,11 @@ TEST(GPUTune, GPUTemplatePointsLowerToKernels) {
           {"interleave", 1}}},
         {"conv2d",
          {4, 16, 8, 16},
-         {{"tile_x", 16}, {"tile_y", 4}, {"tile_co", 16}, {"unroll_co", 1}}},
+         {{"tile_x", 16},
+          {"tile_y", 4},
+          {"tile_co", 16},
+          {"unroll_co", 1},
+          {"w_packed_at", "inline"}}},
         {"blur", {66, 42}, {{"tile_x", 32}, {"tile_y", 6}, {"blur_x_at", "shared"}}},
         {"softmax", {4, 300}, {{"threads", 128}}},
         {"layernorm", {4, 300}, {{"threads", 128}}},
@@ -573,6 +577,28 @@ TEST(GPUTune, MatmulTemplateInterleavesAThreadsColumns) {
         expect_cuda_assembles(cu, "matmul_interleave.cu");
         expect_matches_on_opencl(op, shape, space, config, op.tolerance);
     }
+}
+
+// The conv2d template's weights repacked once per run by a kernel of their own (w_packed_at =
+// root), output channel innermost, so the sums read a tap's channels from consecutive addresses:
+// two kernels, the OpenCL pair matches the reference at a shape no tile divides (24 output
+// channels in tiles of 16), the CUDA source assembles.
+TEST(GPUTune, Conv2dTemplateRepacksItsWeightsOnceByAKernel) {
+    const apps::Operator &op = apps::find_operator("conv2d");
+    std::vector<int64_t> shape = {32, 24, 9, 13}; // C_in, C_out, H, W
+    SearchSpace space = space_for(op, shape, "template", tune_target("host-opencl"));
+    Config config = space.from_json(
+        {{"tile_x", 8}, {"tile_y", 4}, {"tile_co", 16}, {"unroll_co", 1}, {"w_packed_at", "root"}});
+    apps::OperatorInstance inst = op.make(shape);
+    space.apply(inst, config);
+    LoweredFunc f = inst.pipeline().lower();
+    ASSERT_EQ(f.kernels.size(), 2u);
+    // 16 output channels by the block of 16 input channels.
+    EXPECT_EQ(f.kernels[0].threads[0] * f.kernels[0].threads[1], 16 * 16);
+    const std::string cu = print_device_source(f.kernels, GpuApi::CUDA);
+    EXPECT_NE(cu.find("w_packed_kernel0"), std::string::npos) << cu;
+    expect_cuda_assembles(cu, "conv2d_w_root.cu");
+    expect_matches_on_opencl(op, shape, space, config, op.tolerance);
 }
 
 // Applies `config` of the automatic GPU space to a fresh plain matmul at `shape` and lowers it
