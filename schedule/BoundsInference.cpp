@@ -36,8 +36,16 @@ Stmt define_region(const Stmt &s, const FunctionContents &f, const std::vector<E
                    const std::vector<Expr> &maxs) {
     Stmt body = s;
     for (int d = int(f.args.size()) - 1; d >= 0; d--) {
-        body = LetStmt::make(region_max_name(f.name, f.args[d]), simplify(maxs[d]), body);
-        body = LetStmt::make(region_min_name(f.name, f.args[d]), simplify(mins[d]), body);
+        const std::string min_name = region_min_name(f.name, f.args[d]);
+        Expr mn = simplify(mins[d]), mx = simplify(maxs[d]);
+        // A max a constant past a min that is not a constant (a point, or a tile whose ends
+        // share their clamps) is written from the min's name, so the extent simplifies to that
+        // constant: a Func computed per thread then has constant loops (its one-point loops
+        // vanish) and reads its array at simpler indices.
+        if (std::optional<int64_t> k = as_const_int(simplify(mx - mn)); k && !is_const(mn))
+            mx = simplify(var(min_name) + Expr(int(*k)));
+        body = LetStmt::make(region_max_name(f.name, f.args[d]), mx, body);
+        body = LetStmt::make(min_name, mn, body);
     }
     return body;
 }

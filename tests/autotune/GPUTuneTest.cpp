@@ -601,6 +601,25 @@ TEST(GPUTune, Conv2dTemplateRepacksItsWeightsOnceByAKernel) {
     expect_matches_on_opencl(op, shape, space, config, op.tolerance);
 }
 
+// The conv2d GPU hand schedule's sums (conv, computed per thread: one pixel by 16 output
+// channels) have a region of constant extent (bounds inference writes a max a constant past its
+// min from the min's name), so no loop runs over their one-point x and y: the kernel has the
+// reduction's four loops and the output's one.
+TEST(GPUTune, Conv2dHandSchedulesSumsHaveNoOnePointLoops) {
+    const apps::Operator &op = apps::find_operator("conv2d");
+    apps::OperatorInstance inst = op.make({64, 64, 56, 56});
+    op.hand_schedule(inst, tune_target("host-cuda"));
+    const std::string cu = print_device_source(inst.pipeline().lower().kernels, GpuApi::CUDA);
+    EXPECT_NE(cu.find("float conv[16];"), std::string::npos) << cu;
+    EXPECT_EQ(cu.find("conv_s1_x_loop_extent"), std::string::npos) << cu;
+    EXPECT_EQ(cu.find("conv_s0_y_loop_extent"), std::string::npos) << cu;
+    size_t loops = 0;
+    for (size_t at = cu.find("for ("); at != std::string::npos; at = cu.find("for (", at + 1))
+        loops++;
+    EXPECT_EQ(loops, 5u) << cu;
+    expect_cuda_assembles(cu, "conv2d_hand.cu");
+}
+
 // Applies `config` of the automatic GPU space to a fresh plain matmul at `shape` and lowers it
 // into *f: C's zeros, then the kernel of the sums adding them to C, whose block is threads_x x
 // threads_y.
