@@ -3,16 +3,19 @@
 //
 // The output: gpu_tile of its two innermost pure dimensions (block_x x block_y threads, a third
 // dimension as a block dimension, more as host loops), each thread computing out_x by out_y
-// outputs along x and y (inner serial loops, optionally unrolled). Its updates that keep the pure
-// variables in place are tiled the same way with their reduction loops serial inside the thread;
-// other updates run on one GPU thread. Every other Func of the pipeline is inlined (pure Funcs
-// only), computed at root as kernels of its own (tiled like the output, tails guarded), or, where
-// its region per block is known from the algorithm (it is called only by the output, at its pure
-// variables plus constants), computed per block into GPU shared memory by the block's threads. The
-// output's own reduction (one update in place over an RDom) may move into an intermediate of sums
-// (rfactor({})) computed per block the same way, in shared memory or in each thread's registers
-// (MemoryType::Register at block level: a thread's out_x by out_y sums, the reduction outside
-// them). A per-block reduction may step through its
+// outputs along x and y (inner serial loops, optionally unrolled; with interleave a thread's x
+// outputs lie block_x apart, so a warp's threads take neighbouring columns). Its updates that keep
+// the pure variables in place are tiled the same way with their reduction loops serial inside the
+// thread; other updates run on one GPU thread. Every other Func of the pipeline is inlined (pure
+// Funcs only), computed at root as kernels of its own (tiled like the output, tails guarded), or,
+// where its region per block is known from the algorithm (it is called only by the output, at its
+// pure variables plus constants), computed per block into GPU shared memory by the block's threads.
+// The output's own reduction (one update in place over an RDom) may move into an intermediate of
+// sums (rfactor({})) computed per block the same way, in shared memory or in each thread's
+// registers (MemoryType::Register at block level: a thread's out_x by out_y sums, the reduction
+// outside them); so may a producer with a reduction that the output reads at its own points (the
+// built-in matmul's prod). Where the output's tiles are whole, registers and the output's
+// updates are rounded up rather than guarded. A per-block reduction may step through its
 // largest RVar r_step values at a time, the steps outside the threads; at each step the block's
 // threads may copy what the step reads of an input (an image or a Func, through an in() wrapper)
 // into shared memory before they accumulate from it: the blocks, threads and shared-memory
