@@ -40,6 +40,24 @@ static_assert(int(Type::Int) == kiln_type_int && int(Type::UInt) == kiln_type_ui
 
 enum BufferField { buffer_host = 2, buffer_dim = 6 };
 
+/// Whether s holds a tile_matmul (schedule/Tensorize.h), which needs the OS's AMX grant.
+bool uses_tile_matmul(const Stmt &s) {
+    class Finder : public IRVisitor {
+    public:
+        bool found = false;
+
+    protected:
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            found =
+                found || (op->call_type == Call::Intrinsic && op->name == intrinsic::tile_matmul);
+            IRVisitor::visit(op);
+        }
+    } finder;
+    finder.include(s);
+    return finder.found;
+}
+
 /// Auto allocations of constant size up to this many bytes live on the stack.
 constexpr int64_t max_auto_stack_bytes = int64_t(16) * 1024;
 
@@ -134,6 +152,7 @@ public:
         kiln_free_fn = declare("kiln_free", builder.getVoidTy(), {ptr});
         kiln_parallel_for_fn = declare("kiln_parallel_for", i32, {ptr, ptr, i32, i32, ptr});
         kiln_profiler_switch_fn = declare("kiln_profiler_switch", i32, {ptr, i32, i32});
+        kiln_amx_request_fn = declare("kiln_amx_request", i32, {});
         // kiln_type_t (4 bytes) is passed by value in one integer register on x86-64 and AArch64.
         kiln_buffer_check_fn = declare("kiln_buffer_check", i32, {ptr, ptr, i32, i32});
         llvm::Type *i64 = builder.getInt64Ty(), *void_type = builder.getVoidTy();
@@ -186,6 +205,11 @@ public:
                 state.symbols.push(a.name, arg);
             }
         }
+        if (uses_tile_matmul(f.body)) {
+            // Before any tile instruction, in this thread: the OS must grant the tile state.
+            llvm::Value *code = builder.CreateCall(kiln_amx_request_fn, {});
+            return_unless(is_success(code), [&] { return code; });
+        }
         codegen(f.body);
         fence_nontemporal_stores();
         builder.CreateRet(builder.getInt32(kiln_success));
@@ -207,7 +231,7 @@ private:
     llvm::PointerType *ptr;
     llvm::StructType *buffer_type, *dimension_type;
     llvm::FunctionCallee kiln_error_fn, kiln_malloc_fn, kiln_free_fn, kiln_parallel_for_fn,
-        kiln_buffer_check_fn, kiln_profiler_switch_fn;
+        kiln_buffer_check_fn, kiln_profiler_switch_fn, kiln_amx_request_fn;
     llvm::Value *profile_names = nullptr; ///< set_profile_names's string
     struct {
         llvm::FunctionCallee launch, interface, copy_to_device, malloc, copy_to_host,
@@ -825,6 +849,10 @@ private:
             value = prefetch(op);
             return;
         }
+        if (op->call_type == Call::Intrinsic && op->name == intrinsic::tile_matmul) {
+            value = tile_matmul(op);
+            return;
+        }
         if (op->call_type == Call::Intrinsic && op->name == intrinsic::profiler_switch) {
             internal_assert(profile_names && op->args.size() == 2,
                             "codegen: profiler_switch outside a profiled pipeline");
@@ -860,6 +888,146 @@ private:
         // every buffer, which would keep LLVM from promoting memory to registers across a loop
         // holding one (a register tile's sums); what it touches is the caches only.
         call->setOnlyAccessesInaccessibleMemory();
+        return builder.getInt32(0);
+    }
+
+    // tile_matmul (schedule/Tensorize.h) on Intel AMX. C's block (up to 32 x 32 int32) is up to
+    // 2 x 2 tiles of 16 x 16: each is loaded once, then a loop over the k steps, 16 at a time (64
+    // bytes of k), loads one tile of A per row of tiles and one of B per column of tiles and
+    // multiplies each pair into its C tile (8 tile registers: 4 sums, 2 A, 2 B; each A and B
+    // tile serves two multiplies), the sums carried in x86_amx phis so they stay in tile
+    // registers for the whole reduction, and each C tile is stored once. Fewer than 16 k steps
+    // take narrower tiles (Tensorize leaves a remainder after whole tiles to loops: a tile
+    // register keeps one shape per function). LLVM's AMX passes write the tile configuration
+    // (ldtilecfg).
+    llvm::Value *tile_matmul(const Call *op) {
+        internal_assert(op->args.size() == 9, "codegen: tile_matmul takes 9 arguments");
+        if (!x86 || !target.has_feature("amx-tile") || !target.has_feature("amx-int8")) {
+            user_error("tensorize: the target (cpu '", target.cpu,
+                       "') has no AMX (amx-tile, amx-int8); compile for a CPU that has it "
+                       "(the host on a Xeon of the Sapphire Rapids generation or later, or a "
+                       "named CPU such as \"sapphirerapids\"), or remove tensorize");
+        }
+        auto tile_load = [&](const Expr &e) {
+            const Load *l = e.as<Load>();
+            internal_assert(l && l->type.is_scalar() && !l->predicate.defined(),
+                            "codegen: tile_matmul takes its tiles as unpredicated Loads, got ", e);
+            return l;
+        };
+        auto tile_pointer = [&](const Load *l) {
+            return element_pointer(memory_type(l->type), buffer_pointer(l->name),
+                                   codegen(l->index));
+        };
+        auto constant = [&](const Expr &e) {
+            std::optional<int64_t> v = as_const_int(e);
+            internal_assert(v, "codegen: tile_matmul shape ", e, " is not a constant");
+            return int(*v);
+        };
+        llvm::Type *i64 = builder.getInt64Ty(), *i8 = builder.getInt8Ty();
+        auto byte_stride = [&](const Expr &e, int bytes) {
+            return builder.CreateMul(builder.CreateSExt(codegen(e), i64), builder.getInt64(bytes));
+        };
+        const Load *c = tile_load(op->args[0]), *a = tile_load(op->args[2]),
+                   *b = tile_load(op->args[4]);
+        int rows = constant(op->args[6]), cols = constant(op->args[7]), k4 = constant(op->args[8]);
+        llvm::Value *pc = tile_pointer(c), *pa = tile_pointer(a), *pb = tile_pointer(b);
+        llvm::Value *sc = byte_stride(op->args[1], 4), *sa = byte_stride(op->args[3], 1),
+                    *sb = byte_stride(op->args[5], 1);
+        auto i16 = [&](int v) { return builder.getInt16(uint16_t(v)); };
+        auto at = [&](llvm::Value *base, llvm::Value *bytes) {
+            return builder.CreateGEP(i8, base, bytes);
+        };
+        auto load = [&](int r, int colsb, llvm::Value *p, llvm::Value *stride) {
+            return builder.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
+                                           {i16(r), i16(colsb), p, stride});
+        };
+        bool a_signed = a->type.is_int(), b_signed = b->type.is_int();
+        llvm::Intrinsic::ID dot = a_signed ? (b_signed ? llvm::Intrinsic::x86_tdpbssd_internal
+                                                       : llvm::Intrinsic::x86_tdpbsud_internal)
+                                           : (b_signed ? llvm::Intrinsic::x86_tdpbusd_internal
+                                                       : llvm::Intrinsic::x86_tdpbuud_internal);
+        constexpr int tile_rows = 16, tile_int32s = 16, k4_per_tile = 16; // 64 bytes a row
+        // The row tiles (first row, rows) and column tiles (first column, columns).
+        std::vector<std::pair<int, int>> row_tiles, col_tiles;
+        for (int r = 0; r < rows; r += tile_rows)
+            row_tiles.emplace_back(r, std::min(tile_rows, rows - r));
+        for (int j = 0; j < cols; j += tile_int32s)
+            col_tiles.emplace_back(j, std::min(tile_int32s, cols - j));
+        std::vector<llvm::Value *> sums, c_at;
+        for (auto [r, nr] : row_tiles) {
+            for (auto [j, nj] : col_tiles) {
+                llvm::Value *p =
+                    at(pc, builder.CreateAdd(builder.CreateMul(sc, builder.getInt64(r)),
+                                             builder.getInt64(int64_t(j) * 4)));
+                c_at.push_back(p);
+                sums.push_back(load(nr, 4 * nj, p, sc));
+            }
+        }
+        // One k step group: A's and B's tiles at byte offsets a_k (into A's rows) and b_k (into
+        // B's k4 rows), `k4s` steps of k4 deep.
+        auto multiply_all = [&](std::vector<llvm::Value *> acc, llvm::Value *a_k, llvm::Value *b_k,
+                                int k4s) {
+            std::vector<llvm::Value *> ta, tb;
+            for (auto [r, nr] : row_tiles)
+                ta.push_back(
+                    load(nr, 4 * k4s,
+                         at(pa, builder.CreateAdd(a_k, builder.CreateMul(sa, builder.getInt64(r)))),
+                         sa));
+            for (auto [j, nj] : col_tiles)
+                tb.push_back(load(k4s, 4 * nj,
+                                  at(pb, builder.CreateAdd(b_k, builder.getInt64(int64_t(j) * 4))),
+                                  sb));
+            size_t n = 0;
+            for (size_t t = 0; t < row_tiles.size(); t++) {
+                for (size_t u = 0; u < col_tiles.size(); u++, n++) {
+                    acc[n] = builder.CreateIntrinsic(dot, {},
+                                                     {i16(row_tiles[t].second),
+                                                      i16(4 * col_tiles[u].second), i16(4 * k4s),
+                                                      acc[n], ta[t], tb[u]});
+                }
+            }
+            return acc;
+        };
+        int steps = k4 / k4_per_tile, rest = k4 % k4_per_tile;
+        llvm::Value *b_step = builder.CreateMul(sb, builder.getInt64(k4_per_tile));
+        if (steps > 0) {
+            llvm::BasicBlock *preheader = builder.GetInsertBlock();
+            llvm::BasicBlock *loop = new_block("tile_matmul.loop");
+            llvm::BasicBlock *after = new_block("tile_matmul.after");
+            builder.CreateBr(loop);
+            builder.SetInsertPoint(loop);
+            llvm::PHINode *s = builder.CreatePHI(i64, 2, "tile_matmul.step");
+            s->addIncoming(builder.getInt64(0), preheader);
+            std::vector<llvm::PHINode *> phis;
+            std::vector<llvm::Value *> carried;
+            for (llvm::Value *v : sums) {
+                phis.push_back(builder.CreatePHI(llvm::Type::getX86_AMXTy(context), 2));
+                phis.back()->addIncoming(v, preheader);
+                carried.push_back(phis.back());
+            }
+            std::vector<llvm::Value *> next = multiply_all(
+                carried, builder.CreateMul(s, builder.getInt64(uint64_t(4) * k4_per_tile)),
+                builder.CreateMul(s, b_step), k4_per_tile);
+            llvm::Value *s1 = builder.CreateAdd(s, builder.getInt64(1));
+            s->addIncoming(s1, loop);
+            for (size_t n = 0; n < phis.size(); n++)
+                phis[n]->addIncoming(next[n], loop);
+            builder.CreateCondBr(builder.CreateICmpSLT(s1, builder.getInt64(steps)), loop, after);
+            builder.SetInsertPoint(after);
+            sums = next;
+        }
+        if (rest > 0) {
+            sums = multiply_all(sums, builder.getInt64(int64_t(steps) * 4 * k4_per_tile),
+                                builder.CreateMul(b_step, builder.getInt64(steps)), rest);
+        }
+        size_t n = 0;
+        for (auto [r, nr] : row_tiles) {
+            for (auto [j, nj] : col_tiles) {
+                builder.CreateIntrinsic(llvm::Intrinsic::x86_tilestored64_internal, {},
+                                        {i16(nr), i16(4 * nj), c_at[n], sc, sums[n]});
+                n++;
+            }
+        }
         return builder.getInt32(0);
     }
 

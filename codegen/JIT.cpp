@@ -39,6 +39,7 @@ llvm::orc::SymbolMap runtime_symbols(llvm::orc::LLJIT &jit) {
     add("kiln_free", &kiln_free);
     add("kiln_parallel_for", &kiln_parallel_for);
     add("kiln_profiler_switch", &kiln_profiler_switch);
+    add("kiln_amx_request", &kiln_amx_request);
     add("kiln_buffer_check", &kiln_buffer_check);
     add("kiln_device_launch", &kiln_device_launch);
     add("kiln_device_interface", &kiln_device_interface);

@@ -90,7 +90,17 @@ struct Range {
 };
 
 /// How a loop runs.
-enum class ForType : uint8_t { Serial, Parallel, Vectorized, Unrolled, GPUBlock, GPUThread };
+/// Tensorized: the loop nest is replaced by a matrix-unit intrinsic when lowering
+/// (schedule/Tensorize.h); no Tensorized loop is left in lowered code.
+enum class ForType : uint8_t {
+    Serial,
+    Parallel,
+    Vectorized,
+    Unrolled,
+    GPUBlock,
+    GPUThread,
+    Tensorized
+};
 const char *for_type_name(ForType t);
 
 /// Where an allocation lives.

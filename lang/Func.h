@@ -113,6 +113,14 @@ public:
     Stage &unroll(const VarOrRVar &var, int factor, TailStrategy tail = TailStrategy::Auto);
     Stage &parallel(const VarOrRVar &var);
     Stage &serial(const VarOrRVar &var);
+    /// Maps the loop nest from `var` inward onto the target's matrix unit (Intel AMX on x86):
+    /// an update `c(j, i) += i32(a(r.x + 4 * r.y, i)) * i32(b(r.x, j, r.y))` of 8-bit inputs
+    /// (b in the unit's layout: 4 consecutive k per column) whose loops inside `var` are the
+    /// rows i (at most 32), the columns j (at most 32, dense in c), r.x (4) and r.y (any
+    /// constant) becomes up to 2 x 2 tiles of 16 x 16 sums, one tile multiply each per 64 values
+    /// of k, kept in tile registers across the whole reduction. See docs/ARCHITECTURE.md
+    /// ("Tensorize").
+    Stage &tensorize(const VarOrRVar &var);
 
     // GPU loops (Halide's names). The loops named become loops over GPU blocks or over the
     // threads of a block, in the dimension given by their position: x first, then y, then z.

@@ -254,6 +254,14 @@ Stage &Stage::parallel(const VarOrRVar &var) {
 Stage &Stage::serial(const VarOrRVar &var) {
     return record(Primitive::serial, {var});
 }
+Stage &Stage::tensorize(const VarOrRVar &var) {
+    if (index == 0) {
+        user_error("tensorize: '", func->name, "' pure definition is not a reduction; tensorize ",
+                   "the update that sums the products, e.g. ", func->name, ".update(0).tensorize(",
+                   var.name(), ")");
+    }
+    return record(Primitive::tensorize, {var});
+}
 
 Stage &Stage::gpu_loops(Primitive primitive, const std::vector<VarOrRVar> &vars) {
     check_named_once(*this, primitive_name(primitive), vars);

@@ -63,6 +63,8 @@ const char *for_type_name(ForType t) {
         return "gpu_block";
     case ForType::GPUThread:
         return "gpu_thread";
+    case ForType::Tensorized:
+        return "tensorized";
     }
     return "?";
 }

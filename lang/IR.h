@@ -186,6 +186,13 @@ inline constexpr const char *fma = "fma";       ///< fused multiply-add, one rou
 /// (schedule/InjectPrefetch.h); its argument is a call to a Func or image element, a Load after
 /// storage flattening, whose address is prefetched and which is never loaded.
 inline constexpr const char *prefetch = "prefetch";
+/// (c, c_row_stride, a, a_row_stride, b, b_k4_stride, rows, cols, k4) -> int32 0, in Evaluate
+/// (schedule/Tensorize.h): c[rows x cols] += a[rows x 4 k4] . b[k4 x cols x 4] on the CPU's
+/// matrix unit, where c (int32), a and b (8-bit) are Loads of the tiles' first elements, whose
+/// addresses are taken and which are never loaded; strides count elements; b holds 4
+/// consecutive k of a column together; rows, cols (at most 32: 2 x 2 tiles) and k4 are
+/// constants.
+inline constexpr const char *tile_matmul = "tile_matmul";
 // Device code (see schedule/LoweredFunc.h, DeviceKernel):
 inline constexpr const char *gpu_block_id = "gpu_block_id";   ///< (int32 dim) -> int32
 inline constexpr const char *gpu_thread_id = "gpu_thread_id"; ///< (int32 dim) -> int32

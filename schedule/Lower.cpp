@@ -19,6 +19,7 @@
 #include "schedule/PartitionLoops.h"
 #include "schedule/ScheduleFunctions.h"
 #include "schedule/StorageFlattening.h"
+#include "schedule/Tensorize.h"
 #include "schedule/UnrollLoops.h"
 #include "schedule/VectorizeLoops.h"
 #include "schedule/VerifyLowered.h"
@@ -100,6 +101,7 @@ LoweredFunc lower_impl(const std::vector<Func> &outputs, const std::string &name
     s = log.run("inject prefetches", s, [&](const Stmt &x) { return inject_prefetches(x, env); });
     s = log.run("storage flattening", s, [&](const Stmt &x) { return storage_flattening(x, env); });
     s = log.run("simplify", s, [&](const Stmt &x) { return simplify(x); });
+    s = log.run("tensorize", s, [&](const Stmt &x) { return tensorize_loops(x); });
     s = log.run("trim no-ops", s, [&](const Stmt &x) { return trim_no_ops(x); });
     s = log.run("unroll loops", s, [&](const Stmt &x) { return unroll_loops(x); });
     s = log.run("vectorize loops", s, [&](const Stmt &x) { return vectorize_loops(x); });

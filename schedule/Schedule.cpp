@@ -95,6 +95,8 @@ public:
             return set_type(dir, dir.vars[0], ForType::Parallel);
         case Primitive::serial:
             return set_type(dir, dir.vars[0], ForType::Serial);
+        case Primitive::tensorize:
+            return set_type(dir, dir.vars[0], ForType::Tensorized);
         case Primitive::gpu_blocks:
             return set_gpu_types(dir, ForType::GPUBlock);
         case Primitive::gpu_threads:
@@ -441,6 +443,7 @@ FuncSchedule build_func_schedule(const FunctionContents &f, bool is_output) {
         case Primitive::unroll:
         case Primitive::parallel:
         case Primitive::serial:
+        case Primitive::tensorize:
         case Primitive::gpu_blocks:
         case Primitive::gpu_threads:
         case Primitive::gpu_single_thread:

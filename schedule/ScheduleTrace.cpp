@@ -592,6 +592,9 @@ void replay(const Directive &d, Primitive p, size_t index, const std::vector<Fun
     case Primitive::serial:
         s.serial(v[0]);
         return;
+    case Primitive::tensorize:
+        s.tensorize(v[0]);
+        return;
     case Primitive::gpu_blocks:
         return call_with_loops(
             v, [&](V x) { s.gpu_blocks(x); }, [&](V x, V y) { s.gpu_blocks(x, y); },
@@ -809,6 +812,7 @@ std::string ScheduleTrace::to_cpp() const {
         case Primitive::unroll:
         case Primitive::parallel:
         case Primitive::serial:
+        case Primitive::tensorize:
         case Primitive::gpu_blocks:
         case Primitive::gpu_threads:
         case Primitive::gpu_single_thread:

@@ -53,7 +53,8 @@ protected:
         include(op->extent);
         if (vars.count(op->name)) fail("loop variable rebound", "loop '", op->name, "'");
         if (op->for_type == ForType::Vectorized || op->for_type == ForType::Unrolled ||
-            op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread) {
+            op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread ||
+            op->for_type == ForType::Tensorized) {
             fail("loop left", for_type_name(op->for_type), " loop '", op->name, "'");
         }
         bound(vars, op->name, [&] { include(op->body); });

@@ -530,7 +530,7 @@ TEST(ScheduleTrace, ParseRejectsAnUnknownPrimitiveListingTheKnownOnes) {
                       "directives": [{"func": "f", "primitive": "gpu_warp", "vars": ["x"]}]})");
               }),
               "schedule trace: directives[0] has unknown primitive 'gpu_warp'; this kiln knows "
-              "split, fuse, reorder, vectorize, unroll, parallel, serial, gpu_blocks, "
+              "split, fuse, reorder, vectorize, unroll, parallel, serial, tensorize, gpu_blocks, "
               "gpu_threads, gpu_single_thread, prefetch, rfactor, compute_at, store_at, "
               "compute_root, "
               "store_root, compute_inline, reorder_storage, bound, store_in, store_nontemporal, "

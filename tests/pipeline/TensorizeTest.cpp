@@ -1,0 +1,292 @@
+// Stage::tensorize (schedule/Tensorize.h): an 8-bit matmul's tile loops become one tile_matmul
+// intrinsic, emitted as Intel AMX instructions; the results equal the reference evaluator's
+// where the machine has AMX (elsewhere those cases skip, saying why, and the code is still
+// compiled for a named AMX CPU and its assembly checked); every misuse's message.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "kiln.h"
+#include "lang/IRVisitor.h"
+#include "lang/ReferenceEvaluator.h"
+
+namespace kiln {
+namespace {
+
+std::string error_of(const std::function<void()> &fn) {
+    try {
+        fn();
+    } catch (const CompileError &e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+// c(j, i) = sum over k of a(k, i) * b(k % 4, j, k / 4): a is M x K row-major (x-first: a(k, i)
+// is A[i][k]), b is B (K x N) with 4 consecutive k of each column together, as AMX reads it.
+template <typename A, typename B>
+struct Int8Matmul {
+    ImageParam a{type_of<A>(), 2, "tz_a"};
+    ImageParam b{type_of<B>(), 3, "tz_b"};
+    Func c{"tz_c"};
+    Var j{"j"}, i{"i"}, jo{"jo"}, io{"io"}, ji{"ji"}, ii{"ii"};
+    RDom r;
+    int m, n, k;
+
+    Int8Matmul(int m, int n, int k) : r({{0, 4}, {0, k / 4}}, "tz_r"), m(m), n(n), k(k) {
+        c(j, i) = 0;
+        c(j, i) += cast<int32_t>(a(r.x + 4 * r.y, i)) * cast<int32_t>(b(r.x, j, r.y));
+    }
+
+    // 16 x 16 tiles (or tm x tn), the whole reduction inside each, tile rows parallel.
+    Int8Matmul &schedule(int tm = 16, int tn = 16) {
+        c.bound(j, 0, n).bound(i, 0, m);
+        c.update()
+            .split(j, jo, ji, tn)
+            .split(i, io, ii, tm)
+            .reorder({r.x, ji, r.y, ii, jo, io})
+            .parallel(io)
+            .tensorize(ii);
+        return *this;
+    }
+
+    void set_inputs(uint32_t seed) {
+        Buffer<A> ab({k, m}, "tz_a");
+        Buffer<B> bb({4, n, k / 4}, "tz_b");
+        uint32_t s = seed;
+        auto next = [&s] {
+            s = s * 1664525u + 1013904223u;
+            return s >> 24;
+        };
+        for (int y = 0; y < m; y++) {
+            for (int x = 0; x < k; x++)
+                ab(x, y) = A(next());
+        }
+        for (int z = 0; z < k / 4; z++) {
+            for (int y = 0; y < n; y++) {
+                for (int x = 0; x < 4; x++)
+                    bb(x, y, z) = B(next());
+            }
+        }
+        a.set(ab);
+        b.set(bb);
+    }
+};
+
+class TileCalls : public IRVisitor {
+public:
+    int calls = 0;
+    std::vector<std::string> loops;
+    std::vector<Expr> args;
+
+private:
+    using IRVisitor::visit;
+    void visit(const Call *op) override {
+        if (op->call_type == Call::Intrinsic && op->name == intrinsic::tile_matmul) {
+            calls++;
+            args = op->args;
+        }
+        IRVisitor::visit(op);
+    }
+    void visit(const For *op) override {
+        loops.push_back(op->name);
+        IRVisitor::visit(op);
+    }
+};
+
+bool host_has_amx() {
+    Target t = Target::host();
+    return t.has_feature("amx-tile") && t.has_feature("amx-int8");
+}
+
+// The nest inside ii (16 rows, 16 columns, 4 lanes, K/4 = 50 steps) becomes one call with the
+// tiles' shapes and strides (c's rows 48 int32 apart, a's rows K bytes apart, b's k4 rows 4 N
+// apart) over the 48 steps of whole tiles, and the nest's own loops over the last 2 steps.
+TEST(Tensorize, TheTileLoopsBecomeOneTileMatmul) {
+    Int8Matmul<uint8_t, int8_t> mm(32, 48, 200);
+    mm.schedule();
+    Pipeline p(mm.c);
+    TileCalls t;
+    t.include(p.lower().body);
+    ASSERT_EQ(t.calls, 1);
+    ASSERT_EQ(t.args.size(), 9u);
+    EXPECT_TRUE(is_const(t.args[6], 16)) << t.args[6];
+    EXPECT_TRUE(is_const(t.args[7], 16)) << t.args[7];
+    EXPECT_TRUE(is_const(t.args[8], 48)) << t.args[8];
+    EXPECT_EQ(std::count(t.loops.begin(), t.loops.end(), "tz_c.s1.tz_r.y"), 1)
+        << testing::PrintToString(t.loops);
+    EXPECT_TRUE(is_const(t.args[3], 200) || t.args[3].as<Variable>()) << t.args[3];
+    std::string text = p.lowered_text();
+    EXPECT_NE(text.find("== after tensorize"), std::string::npos);
+    EXPECT_NE(text.find("tile_matmul("), std::string::npos) << text;
+    EXPECT_NE(text.find("tensorized"), std::string::npos) << "the loop before the pass";
+}
+
+// For a CPU with AMX the code has the tile instructions, the configuration LLVM writes, and the
+// k loop keeps the sums in a tile register (one tile store per tile of c). u8 x s8 is tdpbusd;
+// the other signednesses their own instruction.
+TEST(Tensorize, CompilesToAMXInstructions) {
+    Target spr = Target::parse("sapphirerapids");
+    {
+        Int8Matmul<uint8_t, int8_t> mm(32, 32, 256);
+        std::string s = Pipeline(mm.schedule().c).compile_jit(spr).assembly();
+        EXPECT_NE(s.find("ldtilecfg"), std::string::npos) << s;
+        EXPECT_NE(s.find("tileloadd"), std::string::npos);
+        EXPECT_NE(s.find("tdpbusd"), std::string::npos);
+        EXPECT_NE(s.find("tilestored"), std::string::npos);
+    }
+    {
+        Int8Matmul<int8_t, int8_t> mm(32, 32, 64);
+        EXPECT_NE(Pipeline(mm.schedule().c).compile_jit(spr).assembly().find("tdpbssd"),
+                  std::string::npos);
+    }
+    {
+        Int8Matmul<uint8_t, uint8_t> mm(32, 32, 64);
+        EXPECT_NE(Pipeline(mm.schedule().c).compile_jit(spr).assembly().find("tdpbuud"),
+                  std::string::npos);
+    }
+    {
+        Int8Matmul<int8_t, uint8_t> mm(32, 32, 64);
+        EXPECT_NE(Pipeline(mm.schedule().c).compile_jit(spr).assembly().find("tdpbsud"),
+                  std::string::npos);
+    }
+}
+
+// Run on this machine and compared with the reference evaluator bit for bit: full tiles and
+// whole 64-byte k steps; a k that leaves a remainder of k4 (a last, narrower pair of tiles);
+// tiles narrower than 16 (12 x 8); signed a; blocks of several tiles.
+TEST(Tensorize, MatchesTheReferenceOnAMX) {
+    if (!host_has_amx()) {
+        GTEST_SKIP() << "this CPU has no AMX (Target::host() lacks amx-tile or amx-int8): "
+                     << Target::host().cpu << "; the code is checked by CompilesToAMXInstructions";
+    }
+    auto check = [](auto &mm, int tm, int tn, uint32_t seed) {
+        mm.set_inputs(seed);
+        Buffer<int32_t> want = reference_realize(mm.c, {mm.n, mm.m});
+        mm.schedule(tm, tn);
+        Buffer<int32_t> got({mm.n, mm.m}, "tz_c");
+        Pipeline(mm.c).realize({got});
+        for (int y = 0; y < mm.m; y++) {
+            for (int x = 0; x < mm.n; x++)
+                ASSERT_EQ(got(x, y), want(x, y)) << "at " << x << ", " << y << " seed " << seed;
+        }
+    };
+    Int8Matmul<uint8_t, int8_t> full(64, 64, 512);
+    check(full, 16, 16, 1);
+    Int8Matmul<uint8_t, int8_t> rest(32, 48, 200);
+    check(rest, 16, 16, 2);
+    Int8Matmul<uint8_t, int8_t> narrow(36, 40, 96);
+    check(narrow, 12, 8, 3);
+    Int8Matmul<int8_t, int8_t> signed_a(32, 32, 128);
+    check(signed_a, 16, 16, 4);
+    // Blocks of 2 x 2 tiles: whole (32 x 32), and 24 x 20 (tiles of 16 and 8 rows, 16 and 4
+    // columns) with a remainder of k.
+    Int8Matmul<uint8_t, int8_t> block(64, 64, 512);
+    check(block, 32, 32, 5);
+    Int8Matmul<uint8_t, int8_t> uneven(48, 40, 136);
+    check(uneven, 24, 20, 6);
+}
+
+TEST(Tensorize, MisusesSayWhatToChange) {
+    // On the pure definition.
+    {
+        Int8Matmul<uint8_t, int8_t> mm(32, 32, 64);
+        std::string e = error_of([&] { Stage(mm.c.function(), 0).tensorize(mm.i); });
+        EXPECT_NE(e.find("tensorize: 'tz_c' pure definition is not a reduction"), std::string::npos)
+            << e;
+        EXPECT_NE(e.find("tz_c.update(0).tensorize(i)"), std::string::npos) << e;
+    }
+    // Tiles larger than a tile register.
+    {
+        Int8Matmul<uint8_t, int8_t> mm(128, 64, 64);
+        mm.schedule(64, 16);
+        std::string e = error_of([&] { Pipeline(mm.c).lower(); });
+        EXPECT_NE(e.find("has extent 64 but a tensorized nest covers at most 2 x 2 tiles"),
+                  std::string::npos)
+            << e;
+    }
+    // The reduction inside the tile loop is missing (r.y outside it).
+    {
+        Int8Matmul<uint8_t, int8_t> mm(32, 32, 64);
+        mm.c.bound(mm.j, 0, 32).bound(mm.i, 0, 32);
+        mm.c.update()
+            .split(mm.j, mm.jo, mm.ji, 16)
+            .split(mm.i, mm.io, mm.ii, 16)
+            .reorder({mm.r.x, mm.ji, mm.ii, mm.r.y, mm.jo, mm.io})
+            .tensorize(mm.ii);
+        std::string e = error_of([&] { Pipeline(mm.c).lower(); });
+        EXPECT_NE(e.find("has no k steps loop"), std::string::npos) << e;
+    }
+    // A vectorized loop inside the nest.
+    {
+        Int8Matmul<uint8_t, int8_t> mm(32, 32, 64);
+        mm.c.bound(mm.j, 0, 32).bound(mm.i, 0, 32);
+        mm.c.update()
+            .split(mm.j, mm.jo, mm.ji, 16)
+            .split(mm.i, mm.io, mm.ii, 16)
+            .reorder({mm.r.x, mm.ji, mm.r.y, mm.ii, mm.jo, mm.io})
+            .vectorize(mm.ji)
+            .tensorize(mm.ii);
+        std::string e = error_of([&] { Pipeline(mm.c).lower(); });
+        EXPECT_NE(e.find("is vectorized; the loops of a tensorized nest must be plain loops"),
+                  std::string::npos)
+            << e;
+    }
+    // A 1-D reduction indexed r % 4 and r / 4: not linear.
+    {
+        ImageParam a(UInt(8), 2, "tz1_a"), b(Int(8), 3, "tz1_b");
+        Func c("tz1_c");
+        Var j("j"), i("i"), jo("jo"), io("io"), ji("ji"), ii("ii");
+        RDom r(0, 64, "tz1_r");
+        c(j, i) = 0;
+        c(j, i) += cast<int32_t>(a(r, i)) * cast<int32_t>(b(r % 4, j, r / 4));
+        c.bound(j, 0, 16).bound(i, 0, 16);
+        c.update()
+            .split(j, jo, ji, 16)
+            .split(i, io, ii, 16)
+            .reorder({r, ji, ii, jo, io})
+            .tensorize(ii);
+        std::string e = error_of([&] { Pipeline(c).lower(); });
+        EXPECT_NE(e.find("is not linear in the nest's loops"), std::string::npos) << e;
+    }
+    // Not a sum of 8-bit products.
+    {
+        ImageParam a(Float(32), 2, "tz2_a"), b(Float(32), 3, "tz2_b");
+        Func c("tz2_c");
+        Var j("j"), i("i"), io("io"), ii("ii");
+        RDom r({{0, 4}, {0, 16}}, "tz2_r");
+        c(j, i) = 0.f;
+        c(j, i) += a(r.x + 4 * r.y, i) * b(r.x, j, r.y);
+        c.update().split(i, io, ii, 16).reorder({r.x, j, r.y, ii, io}).tensorize(ii);
+        c.bound(j, 0, 16).bound(i, 0, 16);
+        std::string e = error_of([&] { Pipeline(c).lower(); });
+        EXPECT_NE(e.find("which is not c = c + i32(a) * i32(b)"), std::string::npos) << e;
+    }
+    // A CPU without AMX.
+    {
+        Int8Matmul<uint8_t, int8_t> mm(32, 32, 64);
+        std::string e = error_of(
+            [&] { Pipeline(mm.schedule().c).compile_jit(Target::parse("skylake-avx512")); });
+        EXPECT_NE(e.find("has no AMX (amx-tile, amx-int8)"), std::string::npos) << e;
+    }
+}
+
+// The directive is recorded, printed as C++ and replayed from JSON.
+TEST(Tensorize, IsRecordedPrintedAndReplayed) {
+    Int8Matmul<uint8_t, int8_t> mm(32, 32, 64);
+    mm.schedule();
+    ScheduleTrace t = ScheduleTrace::capture({mm.c});
+    EXPECT_NE(t.to_cpp().find("tz_c.update(0).tensorize(Var(\"ii\"));"), std::string::npos)
+        << t.to_cpp();
+    Int8Matmul<uint8_t, int8_t> again(32, 32, 64);
+    ScheduleTrace::parse(t.to_json_string()).apply({again.c});
+    TileCalls calls;
+    calls.include(Pipeline(again.c).lower().body);
+    EXPECT_EQ(calls.calls, 1);
+}
+
+} // namespace
+} // namespace kiln
