@@ -11,6 +11,7 @@
 namespace kiln::apps {
 
 Operator matmul_operator();
+Operator matmul_u8s8_operator();
 Operator conv2d_operator();
 Operator conv2d_packed_operator();
 Operator conv2d_pack_operator();

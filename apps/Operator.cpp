@@ -45,9 +45,10 @@ bool builtins_registered = false;
 void register_builtins_locked() {
     if (builtins_registered) return;
     builtins_registered = true;
-    for (Operator op : {matmul_operator(), conv2d_operator(), conv2d_packed_operator(),
-                        conv2d_pack_operator(), blur_operator(), blur_u16_operator(),
-                        softmax_operator(), layernorm_operator(), harris_operator()}) {
+    for (Operator op :
+         {matmul_operator(), matmul_u8s8_operator(), conv2d_operator(), conv2d_packed_operator(),
+          conv2d_pack_operator(), blur_operator(), blur_u16_operator(), softmax_operator(),
+          layernorm_operator(), harris_operator()}) {
         register_locked(std::move(op));
     }
     for (Operator &op : test_only_operators()) {
@@ -413,6 +414,8 @@ BufferBase random_buffer(Type t, const std::vector<int> &extents, const std::str
             reinterpret_cast<uint16_t *>(p)[i] = uint16_t(std::floor(lo + u * (hi - lo + 1)));
         } else if (t == UInt(8)) {
             reinterpret_cast<uint8_t *>(p)[i] = uint8_t(std::floor(lo + u * (hi - lo + 1)));
+        } else if (t == Int(8)) {
+            reinterpret_cast<int8_t *>(p)[i] = int8_t(std::floor(lo + u * (hi - lo + 1)));
         } else if (t == Int(32)) {
             reinterpret_cast<int32_t *>(p)[i] = int32_t(std::floor(lo + u * (hi - lo + 1)));
         } else {

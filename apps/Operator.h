@@ -64,7 +64,7 @@ struct Operator {
     std::function<BufferBase(const OperatorInstance &)> reference;
     /// Work per run: floating-point operations (for GF/s) or bytes moved (for GB/s).
     std::function<double(const std::vector<int64_t> &shape)> work;
-    std::string work_unit = "GF/s"; ///< "GF/s" or "GB/s"
+    std::string work_unit = "GF/s"; ///< "GF/s", "GOP/s" (integer operations) or "GB/s"
     /// Largest accepted relative error against the reference, justified where it is set.
     double tolerance = 1e-4;
     /// Test-only operators (crash, hang, wrong answer) are hidden from listings.

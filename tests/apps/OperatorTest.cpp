@@ -40,6 +40,9 @@ TEST_P(OperatorSchedules, DefaultScheduleMatchesTheReference) {
     EXPECT_LE(err, op.tolerance) << op.name << " at " << shape_to_string(inst.shape);
 }
 
+// matmul_u8s8 (tensorized where the CPU has AMX): blocks of 32 x 16 and a k remainder (50 steps
+// of 4: three tile multiplies and a narrower one), blocks of 18 rows (a tile of 16 and one of 2),
+// and fewer rows than a tile.
 // conv2d 20x64x6x14: input channels in blocks with a tail, two or more blocks of output channels
 // (tasks of blocks), 14-pixel rows (two tiles of 7). 1 and 2 rows: every row skips kernel rows
 // in the padding (RDom::where), one row both of them. conv2d_packed (its weights in the packed
@@ -47,13 +50,15 @@ TEST_P(OperatorSchedules, DefaultScheduleMatchesTheReference) {
 INSTANTIATE_TEST_SUITE_P(
     Apps, OperatorSchedules,
     testing::Values(Case{"matmul", {64, 96, 40}}, Case{"matmul", {37, 53, 29}},
-                    Case{"matmul", {5, 3, 7}}, Case{"conv2d", {4, 32, 8, 16}},
-                    Case{"conv2d", {3, 19, 7, 11}}, Case{"conv2d", {20, 64, 6, 14}},
-                    Case{"conv2d", {5, 16, 1, 9}}, Case{"conv2d", {3, 8, 2, 5}},
-                    Case{"conv2d_packed", {20, 64, 6, 14}}, Case{"conv2d_packed", {3, 19, 7, 11}},
-                    Case{"conv2d_pack", {20, 64}}, Case{"conv2d_pack", {3, 19}},
-                    Case{"blur", {64, 40}}, Case{"blur", {37, 23}}, Case{"blur_u16", {80, 40}},
-                    Case{"blur_u16", {37, 23}}, Case{"softmax", {8, 200}}, Case{"softmax", {7, 37}},
+                    Case{"matmul", {5, 3, 7}}, Case{"matmul_u8s8", {64, 48, 200}},
+                    Case{"matmul_u8s8", {36, 32, 96}}, Case{"matmul_u8s8", {5, 16, 8}},
+                    Case{"conv2d", {4, 32, 8, 16}}, Case{"conv2d", {3, 19, 7, 11}},
+                    Case{"conv2d", {20, 64, 6, 14}}, Case{"conv2d", {5, 16, 1, 9}},
+                    Case{"conv2d", {3, 8, 2, 5}}, Case{"conv2d_packed", {20, 64, 6, 14}},
+                    Case{"conv2d_packed", {3, 19, 7, 11}}, Case{"conv2d_pack", {20, 64}},
+                    Case{"conv2d_pack", {3, 19}}, Case{"blur", {64, 40}}, Case{"blur", {37, 23}},
+                    Case{"blur_u16", {80, 40}}, Case{"blur_u16", {37, 23}},
+                    Case{"softmax", {8, 200}}, Case{"softmax", {7, 37}},
                     Case{"layernorm", {8, 200}}, Case{"layernorm", {7, 37}},
                     Case{"harris", {64, 40}}, Case{"harris", {37, 23}}),
     case_name);
@@ -158,14 +163,38 @@ TEST(Operators, ListingsHideTestOnlyOperators) {
         all_names.push_back(op->name);
     EXPECT_EQ(names, (std::vector<std::string>{"blur", "blur_u16", "conv2d", "conv2d_pack",
                                                "conv2d_packed", "harris", "layernorm", "matmul",
-                                               "softmax"}));
+                                               "matmul_u8s8", "softmax"}));
     EXPECT_EQ(all_names.size(), names.size() + 3);
     EXPECT_TRUE(std::is_sorted(all_names.begin(), all_names.end()));
     for (const Operator *op : all_operators(true)) {
         EXPECT_GT(op->work(op->default_shape), 0) << op->name;
-        EXPECT_TRUE(op->work_unit == "GF/s" || op->work_unit == "GB/s") << op->name;
+        EXPECT_TRUE(op->work_unit == "GF/s" || op->work_unit == "GOP/s" || op->work_unit == "GB/s")
+            << op->name;
         EXPECT_EQ(op->shape_names.size(), op->default_shape.size()) << op->name;
     }
+}
+
+// matmul_u8s8's schedule without the matrix unit (what a CPU without AMX gets; knob tensorize = 0
+// here): the sums of 16 columns in a vector; exact. Shapes B's layout cannot hold are refused.
+TEST(Operators, MatmulU8S8WithoutTheMatrixUnitIsExact) {
+    const Operator &op = find_operator("matmul_u8s8");
+    for (std::vector<int64_t> bad : {std::vector<int64_t>{8, 20, 64}, {8, 32, 62}}) {
+        try {
+            op.make(bad);
+            ADD_FAILURE() << "no error for " << shape_to_string(bad);
+        } catch (const CompileError &e) {
+            EXPECT_NE(std::string(e.what()).find(bad[1] == 20 ? "N = 20 is not a multiple of 16"
+                                                              : "K = 62 is not a multiple of 4"),
+                      std::string::npos)
+                << e.what();
+        }
+    }
+    OperatorInstance inst = op.make({20, 48, 64});
+    schedule_from_generator(op.generator, op.generator_params, inst, Target::host(),
+                            {{"tensorize", "0"}});
+    std::string text = inst.pipeline().lowered_text();
+    EXPECT_EQ(text.find("tile_matmul("), std::string::npos);
+    EXPECT_EQ(max_relative_error(inst.realize(), op.reference(inst)), 0.0);
 }
 
 TEST(Operators, MatmulUsesTheDocumentedLayout) {
@@ -207,7 +236,7 @@ TEST(OperatorErrors, UnknownOperatorListsTheKnownOnes) {
     EXPECT_EQ(error_of([] { find_operator("matmull"); }),
               "unknown operator 'matmull'; known operators: blur, blur_u16, conv2d, conv2d_pack, "
               "conv2d_packed, harris, "
-              "layernorm, matmul, softmax");
+              "layernorm, matmul, matmul_u8s8, softmax");
 }
 
 // OIHW weights given to conv2d_packed (a caller who forgot conv2d_pack) are a runtime error
