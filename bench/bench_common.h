@@ -17,6 +17,9 @@
 //
 // Workloads (the semantics of kiln's apps/, row-major, x the innermost dimension):
 //   matmul   MxNxK  C[i][j] = sum_k A[i][k] * B[k][j]; A is MxK, B is KxN.  work: 2MNK flops
+//   matmul_u8s8 MxNxK  the same in integers: A uint8, B int8, C int32 (exact). B is given plain;
+//            each implementation packs it into its own layout once, untimed (constant weights).
+//            work: 2MNK integer operations
 //   conv2d   NxCxHxWxK, batch N = 1 only (apps' C_in x C_out x H x W is C x K x H x W). NCHW:
 //            out[k][y][x] = sum_{c,ry,rx} w[k][c][ry][rx] * in[c][y+ry-1][x+rx-1], zero
 //            padding 1, stride 1, 3x3 kernel, OIHW weights.  work: 18 C K H W flops
@@ -65,7 +68,7 @@ struct WorkloadInfo {
     std::string name;
     std::vector<std::string> shape_names;
     std::vector<int64_t> default_shape;
-    std::string unit; // "GF/s" or "GB/s"
+    std::string unit; // "GF/s", "GOP/s" (integer operations) or "GB/s"
     /// Largest accepted max |got - ref| / max(1, |ref|), against a double-accumulation reference.
     double tolerance;
 };
@@ -81,6 +84,7 @@ inline const std::vector<WorkloadInfo> &workloads() {
     // and variance are ~sqrt(N) ulps off the double ones (apps' tolerance), a wrong one 1e-2.
     static const std::vector<WorkloadInfo> list = {
         {"matmul", {"M", "N", "K"}, {1024, 1024, 1024}, "GF/s", 1e-3},
+        {"matmul_u8s8", {"M", "N", "K"}, {1024, 1024, 1024}, "GOP/s", 0.0},
         {"conv2d", {"N", "C", "H", "W", "K"}, {1, 64, 56, 56, 64}, "GF/s", 1e-3},
         {"blur", {"W", "H"}, {4096, 4096}, "GB/s", 1e-6},
         {"blur_u16", {"W", "H"}, {4096, 4096}, "GB/s", 0.0},
@@ -155,7 +159,7 @@ inline std::vector<int64_t> parse_shape(const std::string &impl, const WorkloadI
 
 /// Work per run: flops for GF/s workloads, bytes read plus written for GB/s ones.
 inline double work_of(const std::string &name, const std::vector<int64_t> &s) {
-    if (name == "matmul") return 2.0 * s[0] * s[1] * s[2];
+    if (name == "matmul" || name == "matmul_u8s8") return 2.0 * s[0] * s[1] * s[2];
     if (name == "conv2d") return 18.0 * s[0] * s[1] * s[2] * s[3] * s[4];
     if (name == "blur") return 4.0 * (double(s[0]) * s[1] + double(s[0] - 2) * (s[1] - 2));
     if (name == "blur_u16") return 2.0 * (double(s[0]) * s[1] + double(s[0] - 2) * (s[1] - 2));
@@ -223,8 +227,33 @@ inline Array<uint16_t> random_u16(size_t n, uint64_t seed) {
     return a;
 }
 
+/// Uniform bytes: uint8 in [0, 255], or int8 in [-128, 127].
+template <typename T>
+inline Array<T> random_bytes(size_t n, uint64_t seed) {
+    Array<T> a(n);
+    uint64_t st = seed;
+    for (size_t i = 0; i < n; i++)
+        a[i] = T(uint8_t(splitmix(st) >> 56));
+    return a;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Plain-loop references (single thread, double accumulation).
+
+/// C[i][j] = sum_k A[i][k] * B[k][j] in int32 (exact; A uint8 M x K, B int8 K x N, row-major).
+inline Array<int32_t> reference_matmul_u8s8(const uint8_t *A, const int8_t *B, int M, int N,
+                                            int K) {
+    Array<int32_t> C(size_t(M) * N);
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++) {
+            int32_t s = 0;
+            for (int k = 0; k < K; k++)
+                s += int32_t(A[size_t(i) * K + k]) * int32_t(B[size_t(k) * N + j]);
+            C[size_t(i) * N + j] = s;
+        }
+    }
+    return C;
+}
 
 /// C (MxN) = A (MxK) * B (KxN), row-major; i-k-j order over rows of C in double.
 inline Array<float> reference_matmul(const float *A, const float *B, int M, int N, int K) {
@@ -365,7 +394,14 @@ struct Problem {
     Array<float> a, b, ref, out;       // float workloads: a, b inputs (b unused for 1-input ones)
     Array<float> c;                    // a third input: layernorm's beta (b is its gamma)
     Array<uint16_t> a16, ref16, out16; // blur_u16
-    size_t out_count() const { return workload == "blur_u16" ? out16.size() : out.size(); }
+    Array<uint8_t> a8;                 // matmul_u8s8: A (M x K), B (K x N, plain row-major)
+    Array<int8_t> b8;
+    Array<int32_t> ref32, out32;
+    size_t out_count() const {
+        return workload == "blur_u16"      ? out16.size()
+               : workload == "matmul_u8s8" ? out32.size()
+                                           : out.size();
+    }
 };
 
 /// Makes inputs (fixed seeds) and the reference for one workload and shape.
@@ -379,6 +415,12 @@ inline Problem make_problem(const std::string &workload, const std::vector<int64
         p.b = random_floats(size_t(K) * N, 2, -1, 1);
         p.ref = reference_matmul(p.a.data(), p.b.data(), M, N, K);
         p.out = Array<float>(size_t(M) * N);
+    } else if (workload == "matmul_u8s8") {
+        int M = int(s[0]), N = int(s[1]), K = int(s[2]);
+        p.a8 = random_bytes<uint8_t>(size_t(M) * K, 1);
+        p.b8 = random_bytes<int8_t>(size_t(K) * N, 2);
+        p.ref32 = reference_matmul_u8s8(p.a8.data(), p.b8.data(), M, N, K);
+        p.out32 = Array<int32_t>(size_t(M) * N);
     } else if (workload == "conv2d") {
         int C = int(s[1]), H = int(s[2]), W = int(s[3]), K = int(s[4]);
         p.a = random_floats(size_t(C) * H * W, 1, -1, 1);
@@ -416,6 +458,9 @@ inline void poison_output(Problem &p) {
     if (p.workload == "blur_u16") {
         for (size_t i = 0; i < p.out16.size(); i++)
             p.out16[i] = uint16_t(0xBEEF + i);
+    } else if (p.workload == "matmul_u8s8") {
+        for (size_t i = 0; i < p.out32.size(); i++)
+            p.out32[i] = int32_t(0x7EADBEEF - i);
     } else {
         for (size_t i = 0; i < p.out.size(); i++)
             p.out[i] = std::numeric_limits<float>::quiet_NaN();
@@ -425,6 +470,8 @@ inline void poison_output(Problem &p) {
 inline double check_output(const Problem &p) {
     if (p.workload == "blur_u16")
         return max_rel_err(p.out16.data(), p.ref16.data(), p.out16.size());
+    if (p.workload == "matmul_u8s8")
+        return max_rel_err(p.out32.data(), p.ref32.data(), p.out32.size());
     return max_rel_err(p.out.data(), p.ref.data(), p.out.size());
 }
 

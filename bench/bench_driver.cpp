@@ -227,11 +227,12 @@ int main(int argc, char **argv) {
     } else {
         // 4096x64x4096: a skinny matmul (M = K = 4096, N = 64). 1x256x14x14x256: a late
         // ResNet layer (many channels, a small image).
-        rows = {{"matmul", "512x512x512"},     {"matmul", "1024x1024x1024"},
-                {"matmul", "2048x2048x2048"},  {"matmul", "1000x1000x1000"},
-                {"matmul", "4096x64x4096"},    {"conv2d", "1x64x56x56x64"},
-                {"conv2d", "1x256x14x14x256"}, {"blur", "4096x4096"},
-                {"blur_u16", "4096x4096"},     {"softmax", "4096x4096"},
+        rows = {{"matmul", "512x512x512"},         {"matmul", "1024x1024x1024"},
+                {"matmul", "2048x2048x2048"},      {"matmul", "1000x1000x1000"},
+                {"matmul", "4096x64x4096"},        {"matmul_u8s8", "1024x1024x1024"},
+                {"matmul_u8s8", "2048x2048x2048"}, {"conv2d", "1x64x56x56x64"},
+                {"conv2d", "1x256x14x14x256"},     {"blur", "4096x4096"},
+                {"blur_u16", "4096x4096"},         {"softmax", "4096x4096"},
                 {"layernorm", "4096x4096"}};
     }
     if (!shape.empty()) {
@@ -426,7 +427,8 @@ int main(int argc, char **argv) {
             md << ratio_cells(kiln_ms, best_other, best_other_name, kiln_cols) << "\n";
         }
     }
-    md << "\nEach cell: rate (GF/s = 10^9 flops/s; GB/s = bytes read + written per second) and the "
+    md << "\nEach cell: rate (GF/s = 10^9 flops/s; GOP/s = 10^9 integer operations/s; GB/s = "
+          "bytes read + written per second) and the "
           "median time of one run in ms, the best median of "
        << rounds << " interleaved round" << (rounds == 1 ? "" : "s")
        << ". 'kiln / best other' is the best other time divided by kiln's time (above 1: kiln is "

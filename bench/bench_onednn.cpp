@@ -11,6 +11,8 @@
 //           only): what a user with NCHW tensors pays per call, the reorder of the input into
 //           the blocked layout, the convolution and the reorder of the output back to NCHW, all
 //           timed (the weights still reordered once, untimed, as constant weights would be).
+//   matmul_u8s8 the matmul primitive on u8 A, s8 B, s32 C (plain A and C; B reordered once,
+//           untimed, into the layout oneDNN picks: its AMX / VNNI path).
 //   softmax softmax_forward over axis 1 (rows of W contiguous floats), plain layout.
 //   layernorm layer_normalization_forward (forward_inference, use_scale | use_shift: gamma and
 //           beta as two f32 vectors) over rows of W contiguous floats, plain layout; the mean and
@@ -36,7 +38,8 @@ int main(int argc, char **argv) {
     const bool nchw = true;
 #else
     const std::string impl = "onednn";
-    const std::vector<std::string> supported = {"matmul", "conv2d", "softmax", "layernorm"};
+    const std::vector<std::string> supported = {"matmul", "matmul_u8s8", "conv2d", "softmax",
+                                                "layernorm"};
     const bool nchw = false;
 #endif
     Options o = parse_args(impl, argc, argv);
@@ -72,6 +75,24 @@ int main(int argc, char **argv) {
             strm.wait();
         };
         k.note = "impl " + std::string(pd.impl_info_str()) + ", plain row-major";
+    } else if (o.workload == "matmul_u8s8") {
+        // The weights in the layout oneDNN chooses (format `any`: its blocked VNNI layout for
+        // AMX or AVX-512 VNNI), reordered once from the plain K x N matrix, untimed.
+        const dnnl::memory::dim M = s[0], N = s[1], K = s[2];
+        dnnl::memory::desc a_md({M, K}, dt::u8, tag::ab), b_plain({K, N}, dt::s8, tag::ab),
+            b_any({K, N}, dt::s8, tag::any), c_md({M, N}, dt::s32, tag::ab);
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_any, c_md), eng);
+        auto prim = std::make_shared<dnnl::matmul>(pd);
+        dnnl::memory A(a_md, eng, p.a8.data()), C(c_md, eng, p.out32.data());
+        dnnl::memory B_plain(b_plain, eng, p.b8.data()), B(pd.weights_desc(), eng);
+        dnnl::reorder(B_plain, B).execute(strm, B_plain, B);
+        strm.wait();
+        k.run = [=, &strm]() mutable {
+            prim->execute(strm, {{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}});
+            strm.wait();
+        };
+        k.note = "impl " + std::string(pd.impl_info_str()) +
+                 ", weights reordered to its layout once, untimed";
     } else if (o.workload == "conv2d") {
         const dnnl::memory::dim C = s[1], H = s[2], W = s[3], K = s[4];
         dnnl::memory::desc src_any({1, C, H, W}, dt::f32, tag::any),
