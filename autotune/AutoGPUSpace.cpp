@@ -151,6 +151,14 @@ struct GPUShape {
     std::optional<Producer> sums;
 };
 
+// Whether the output's tiles (threads per block x points per thread) divide it in x and in y:
+// then nothing is past its end and registers and the output's updates round up unguarded.
+bool whole_tiles(const GPUShape &s, const ConfigView &c) {
+    int64_t bx = c.i("block_x"), by = c.has("block_y") ? c.i("block_y") : 1;
+    int64_t ox = c.i("out_x"), oy = c.has("out_y") ? c.i("out_y") : 1;
+    return s.extents[0] % (bx * ox) == 0 && (s.dims.size() < 2 || s.extents[1] % (by * oy) == 0);
+}
+
 /// Splits an index into its terms: each variable of `vars` (counted in `var_terms`), each RVar of
 /// `rvars` (in `rvar_terms`) and constants; false when it has any other form (a product, a
 /// variable of neither list, a call).
@@ -560,15 +568,13 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
     // update has partial tiles unless its tile divides it.
     const bool out_updates = !s.out_updates_in_place.empty();
     space.add_constraint("interleave with registers needs whole tiles",
-                         [per_block, out_updates, ext_x, ext_y, d](const ConfigView &c) {
+                         [s, per_block, out_updates](const ConfigView &c) {
                              if (!c.b("interleave") || !out_updates) return true;
                              bool registers = false;
                              for (const GPUShape::Producer &p : per_block)
                                  registers = registers || (!p.registers_knob.empty() &&
                                                            c.s(p.registers_knob) == "registers");
-                             return !registers ||
-                                    (ext_x % (c.i("block_x") * c.i("out_x")) == 0 &&
-                                     (d < 2 || ext_y % (c.i("block_y") * c.i("out_y")) == 0));
+                             return !registers || whole_tiles(s, c);
                          });
     space.add_constraint("unroll needs out_x > 1 or out_y > 1", [](const ConfigView &c) {
         return !c.b("unroll") || c.i("out_x") > 1 || (c.has("out_y") && c.i("out_y") > 1);
@@ -596,8 +602,7 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
         int64_t ox = c.i("out_x"), oy = c.has("out_y") ? c.i("out_y") : 1;
         bool unroll = c.b("unroll");
         const bool interleave = c.b("interleave");
-        const bool whole_tiles =
-            s.extents[0] % (bx * ox) == 0 && (s.dims.size() < 2 || s.extents[1] % (by * oy) == 0);
+        const bool whole = whole_tiles(s, c);
         // The output's reduction in its intermediate of sums; the update left behind adds the
         // sums to the output in place.
         std::optional<Func> sums;
@@ -607,7 +612,7 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
         // where the tiles divide it, round up (nothing past it, and whole tiles per block: a
         // Func computed per block for them covers a constant tile).
         schedule_gpu_func(f, bx, by, ox, oy, unroll, TailStrategy::Auto, interleave,
-                          whole_tiles ? TailStrategy::RoundUp : TailStrategy::GuardWithIf);
+                          whole ? TailStrategy::RoundUp : TailStrategy::GuardWithIf);
         const std::string block_loop = s.dims[0] + "_bo";
         std::vector<Func> blocks;
         for (const Func &pf : inst.stages) {
@@ -641,7 +646,7 @@ SearchSpace auto_gpu_space(const apps::Operator &op, const std::vector<int64_t> 
                 !info.registers_knob.empty() && c.s(info.registers_knob) == "registers";
             // Rounded up (below) where its tile per block is whole: the output is whole tiles,
             // or the output has no update (its tiles are shifted inwards, never partial).
-            const bool round_up = whole_tiles || f.num_updates() == 0;
+            const bool round_up = whole || f.num_updates() == 0;
             p.compute_at(f, V(block_loop))
                 .store_in(in_registers ? MemoryType::Register : MemoryType::GPUShared);
             auto threads_of = [&](Stage st, std::vector<VarOrRVar> order,
