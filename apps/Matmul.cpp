@@ -68,7 +68,7 @@ OperatorInstance make_matmul(const std::vector<int64_t> &shape) {
 // slower at 2048^3, vec = 4 half as fast, and k innermost per sum with a guard per multiply-add
 // (this schedule before) 4.5 and 35 ms; on the H100, interleaved 0.68 and 5.3 ms against 0.83
 // and 6.3 ms (0.51x cuBLAS from 0.42x), k_step 8 or 32, vec = 4, a_shared or 64-column tiles
-// with it 9-50% slower. With vec = 4 each thread's out_j columns move in groups of 4:
+// with it 9-53% slower. With vec = 4 each thread's out_j columns move in groups of 4:
 // the copy of B's panel, the sums and the output move float4 at a time (vload4/vstore4 in
 // OpenCL, aligned float4 accesses in CUDA). Small shapes halve the default tiles until they fit
 // inside the output (and the groups with them). Constraints keep threads and shared memory per
