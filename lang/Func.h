@@ -119,7 +119,7 @@ public:
     /// rows i (at most 32), the columns j (at most 32, dense in c), r.x (4) and r.y (any
     /// constant) becomes up to 2 x 2 tiles of 16 x 16 sums, one tile multiply each per 64 values
     /// of k, kept in tile registers across the whole reduction. See docs/ARCHITECTURE.md
-    /// ("Tensorize").
+    /// (the pass `tensorize`, and the AMX code under "Code generation and running").
     Stage &tensorize(const VarOrRVar &var);
 
     // GPU loops (Halide's names). The loops named become loops over GPU blocks or over the

@@ -178,8 +178,7 @@ void kiln_set_num_threads(int n);
 /// The number of threads kiln_parallel_for uses.
 int kiln_get_num_threads(void);
 
-/* ---- Matrix units -----------------------------------------------------------------------------
- */
+/* ---- Matrix units -------------------------------------------------------------------------- */
 
 /// Asks the operating system for the AMX tile registers (once per process; later calls return
 /// the first answer). Pipelines with tensorized loops call it at entry. Returns kiln_success, or
