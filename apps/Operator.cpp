@@ -61,6 +61,8 @@ double element_as_double(const BufferBase &b, int64_t offset) {
     const uint8_t *p = b.raw_data();
     Type t = b.type();
     switch (t.code) {
+    case Type::BFloat:
+        return float_of_bfloat16_bits(reinterpret_cast<const uint16_t *>(p)[offset]);
     case Type::Float:
         return t.bits == 32 ? double(reinterpret_cast<const float *>(p)[offset])
                             : reinterpret_cast<const double *>(p)[offset];
@@ -410,6 +412,8 @@ BufferBase random_buffer(Type t, const std::vector<int> &extents, const std::str
             reinterpret_cast<float *>(p)[i] = float(v);
         } else if (t == Float(64)) {
             reinterpret_cast<double *>(p)[i] = v;
+        } else if (t == BFloat(16)) {
+            reinterpret_cast<uint16_t *>(p)[i] = bfloat16_bits_of(float(v));
         } else if (t == UInt(16)) {
             reinterpret_cast<uint16_t *>(p)[i] = uint16_t(std::floor(lo + u * (hi - lo + 1)));
         } else if (t == UInt(8)) {

@@ -33,6 +33,8 @@ int element_bytes(Type t) {
 
 double read_element(const uint8_t *p, Type t) {
     switch (t.code) {
+    case Type::BFloat:
+        return float_of_bfloat16_bits(*reinterpret_cast<const uint16_t *>(p));
     case Type::Float:
         if (t.bits == 32) {
             float f;
@@ -78,6 +80,9 @@ std::vector<uint8_t> sentinel(Type t) {
     } else if (t.is_float() && t.bits == 64) {
         uint64_t v = 0x7ff8dea5dea5dea5ull;
         std::memcpy(bytes.data(), &v, 8);
+    } else if (t.is_bfloat()) {
+        uint16_t v = 0x7fa5u;
+        std::memcpy(bytes.data(), &v, 2);
     }
     return bytes;
 }
@@ -131,7 +136,10 @@ void fill_random(BufferBase &b, uint64_t seed) {
         double u = rng.unit();
         if (t.is_float()) {
             double v = -1 + 2 * u;
-            if (t.bits == 32) {
+            if (t.is_bfloat()) {
+                uint16_t bits = bfloat16_bits_of(float(v));
+                std::memcpy(p, &bits, 2);
+            } else if (t.bits == 32) {
                 float f = float(v);
                 std::memcpy(p, &f, 4);
             } else {

@@ -58,9 +58,60 @@ llvm::Value *codegen_div_mod(llvm::IRBuilderBase &b, Type t, llvm::Value *a, llv
     return b.CreateSelect(is_zero, zero, q);
 }
 
+namespace {
+
+/// like with its lanes' type replaced by scalar.
+llvm::Type *with_scalar(llvm::Type *like, llvm::Type *scalar) {
+    auto *vector = llvm::dyn_cast<llvm::FixedVectorType>(like);
+    return vector ? llvm::FixedVectorType::get(scalar, vector->getNumElements()) : scalar;
+}
+
+/// A splat of the 32-bit constant c shaped like v.
+llvm::Value *int32_like(llvm::IRBuilderBase &b, llvm::Value *v, uint32_t c) {
+    return llvm::ConstantInt::get(with_scalar(v->getType(), b.getInt32Ty()), c);
+}
+
+/// bfloat16 to float32 (exact): the bits become the upper half of a float32.
+llvm::Value *bfloat16_to_float32(llvm::IRBuilderBase &b, llvm::Value *v) {
+    llvm::Type *t = v->getType();
+    llvm::Value *bits = b.CreateBitCast(v, with_scalar(t, b.getInt16Ty()));
+    llvm::Value *wide = b.CreateZExt(bits, with_scalar(t, b.getInt32Ty()));
+    wide = b.CreateShl(wide, int32_like(b, wide, 16));
+    return b.CreateBitCast(wide, with_scalar(t, b.getFloatTy()));
+}
+
+/// float32 to bfloat16, rounding to nearest even in integer arithmetic (the same on every CPU,
+/// as the reference evaluator computes it; vcvtneps2bf16 would flush denormals). NaN stays NaN.
+llvm::Value *float32_to_bfloat16(llvm::IRBuilderBase &b, llvm::Value *f) {
+    llvm::Type *t = f->getType();
+    llvm::Value *u = b.CreateBitCast(f, with_scalar(t, b.getInt32Ty()));
+    llvm::Value *high = b.CreateLShr(u, int32_like(b, u, 16));
+    llvm::Value *odd = b.CreateAnd(high, int32_like(b, u, 1));
+    llvm::Value *rounded = b.CreateAdd(u, b.CreateAdd(odd, int32_like(b, u, 0x7fff)));
+    rounded = b.CreateLShr(rounded, int32_like(b, u, 16));
+    llvm::Value *quiet_nan = b.CreateOr(high, int32_like(b, u, 0x40));
+    llvm::Value *is_nan = b.CreateFCmpUNO(f, f);
+    llvm::Value *bits =
+        b.CreateTrunc(b.CreateSelect(is_nan, quiet_nan, rounded), with_scalar(t, b.getInt16Ty()));
+    return b.CreateBitCast(bits, with_scalar(t, b.getBFloatTy()));
+}
+
+} // namespace
+
 llvm::Value *codegen_cast(llvm::IRBuilderBase &b, llvm::Value *v, Type from, Type to,
                           llvm::Type *to_type) {
     if (from == to) return v;
+    // bfloat16 converts through float32, both ways (lang/Type.h).
+    if (from.is_bfloat()) {
+        v = bfloat16_to_float32(b, v);
+        from = Float(32, from.lanes);
+        if (from == to) return v;
+    }
+    if (to.is_bfloat()) {
+        Type f32 = Float(32, to.lanes);
+        v = codegen_cast(b, v, from, f32, with_scalar(to_type, b.getFloatTy()));
+        return float32_to_bfloat16(b, v);
+    }
     if (to.is_bool()) {
         llvm::Value *zero = llvm::Constant::getNullValue(v->getType());
         return from.is_float() ? b.CreateFCmpUNE(v, zero) : b.CreateICmpNE(v, zero);

@@ -10,6 +10,11 @@
 //    fptosi.sat (OpenCL convert_T_sat, CUDA helpers kiln_f32_to_i32 & co.);
 //  - float min/max are a < b ? a : b and a > b ? a : b; round is half to even (CUDA rint;
 //    OpenCL a helper kiln_round_f32, as PoCL miscompiles rint of large constants);
+//  - bfloat16 is held as its bits (uint16_t in CUDA, ushort and ushortN in OpenCL), in memory
+//    and in registers, and is only loaded, stored, selected and converted (lang/Type.h): to
+//    float32 exactly (kiln_bf16_to_f32: the bits shifted up), from float32 to nearest even in
+//    integer arithmetic as the CPU backend (kiln_f32_to_bf16), other types through float32;
+//    bfloat16 constants print as their bits;
 //  - no contraction into fused multiply-add: OpenCL programs say `#pragma OPENCL FP_CONTRACT OFF`;
 //    CUDA programs must be compiled with --fmad=false (codegen/NVRTC.h does). OpenCL programs
 //    must be built with -cl-fp32-correctly-rounded-divide-sqrt for float32 / and sqrt to be

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "lang/BFloat16.h"
 #include "lang/Error.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
@@ -26,6 +27,8 @@ std::string type_suffix(Type t) {
         return "f" + std::to_string(t.bits);
     case Type::Bool:
         return "b";
+    case Type::BFloat:
+        return "bf" + std::to_string(t.bits);
     }
     return "?";
 }
@@ -37,6 +40,7 @@ const std::string &Preamble::use(const std::string &name, const std::string &def
 }
 
 void Preamble::use_type(Type t) {
+    if (t.is_bfloat()) t = UInt(16); // held as its bits
     if (t.is_float() && t.bits == 64) fp64 = true;
     bool plain = t.is_bool() || t.is_float() || (t.is_int() && t.bits == 32);
     if (api == GpuApi::CUDA && !plain) typedefs.insert(int(t.code) * 100 + t.bits);
@@ -174,6 +178,9 @@ const std::string *NameTable::find(const std::string &ir_name) const {
 // ---- Types and literals ----------------------------------------------------------------------
 
 std::string ExprPrinter::type_name(Type t) {
+    // bfloat16 is held as its bits, in memory and in registers: C has no type for it (CUDA's
+    // __nv_bfloat16 needs a header).
+    if (t.is_bfloat()) return type_name(UInt(16));
     preamble.use_type(t);
     if (t.is_bool()) return "bool";
     if (t.is_float()) return t.bits == 32 ? "float" : "double";
@@ -215,6 +222,12 @@ Code ExprPrinter::uint_literal(Type t, uint64_t v) {
 }
 
 Code ExprPrinter::float_literal(Type t, double v) {
+    if (t.is_bfloat()) {
+        // v is a bfloat16 value already (FloatImm rounds it): its bits.
+        char bits[16];
+        std::snprintf(bits, sizeof(bits), "0x%04x", unsigned(bfloat16_bits_of(float(v))));
+        return {"(" + type_name(t) + ")" + bits, Unary};
+    }
     type_name(t);
     bool f32 = t.bits == 32;
     if (std::isnan(v) || std::isinf(v)) {
@@ -253,6 +266,7 @@ Code ExprPrinter::literal(const Expr &e) {
 
 Code ExprPrinter::expr(const Expr &e, int lane) {
     internal_assert(e.defined(), "device code: undefined expression");
+    check_no_bfloat16_arithmetic(e);
     if (e.type().is_scalar()) lane = 0;
     switch (e->node_type) {
     case IRNodeType::IntImm:
@@ -484,9 +498,14 @@ Code ExprPrinter::select(const Select *op, int lane) {
 }
 
 Code ExprPrinter::cast(const Cast *op, int lane) {
-    Type from = op->value.type().element_of(), to = op->type.element_of();
-    Code v = expr(op->value, lane);
+    return convert(expr(op->value, lane), op->value.type().element_of(), op->type.element_of());
+}
+
+Code ExprPrinter::convert(const Code &v, Type from, Type to) {
     if (from == to) return v;
+    // bfloat16 converts through float32, both ways (lang/Type.h).
+    if (from.is_bfloat()) return convert(bfloat16_to_float(v, 1), Float(32), to);
+    if (to.is_bfloat()) return float_to_bfloat16(convert(v, from, Float(32)), 1);
     if (to.is_bool()) {
         Code zero = from.is_float() ? float_literal(from, 0.0) : Code{"0"};
         return {wrap(v, Additive) + " != " + zero.text, Equality};
@@ -508,6 +527,81 @@ Code ExprPrinter::float_to_int(const Code &v, Type from, Type to) {
     preamble.use(name, float_to_int_helper(name, from, to, type_name(from), type_name(to), lo.text,
                                            hi.text));
     return {helper_call(name, {v}), Primary};
+}
+
+namespace {
+
+/// "" for scalars, "x4" for 4 lanes: the lanes part of a helper's name.
+std::string lanes_suffix(int lanes) {
+    return lanes == 1 ? "" : "x" + std::to_string(lanes);
+}
+
+} // namespace
+
+Code ExprPrinter::bfloat16_to_float(const Code &v, int lanes) {
+    auto name_of = [&](Type t) {
+        return lanes == 1 ? type_name(t) : vector_type_name(t.with_lanes(lanes));
+    };
+    std::string name = "kiln_bf16" + lanes_suffix(lanes) + "_to_f32" + lanes_suffix(lanes);
+    preamble.use(name, bfloat16_to_float_helper(api, name, lanes, name_of(UInt(16)),
+                                                name_of(UInt(32)), name_of(Float(32))));
+    return {helper_call(name, {v}), Primary};
+}
+
+Code ExprPrinter::float_to_bfloat16(const Code &v, int lanes) {
+    auto name_of = [&](Type t) {
+        return lanes == 1 ? type_name(t) : vector_type_name(t.with_lanes(lanes));
+    };
+    std::string name = "kiln_f32" + lanes_suffix(lanes) + "_to_bf16" + lanes_suffix(lanes);
+    preamble.use(name, float_to_bfloat16_helper(api, name, lanes, name_of(UInt(16)),
+                                                name_of(UInt(32)), name_of(Float(32))));
+    return {helper_call(name, {v}), Primary};
+}
+
+void check_no_bfloat16_arithmetic(const Expr &e) {
+    Type operand = e.type();
+    switch (e->node_type) {
+    case IRNodeType::Add:
+    case IRNodeType::Sub:
+    case IRNodeType::Mul:
+    case IRNodeType::Div:
+    case IRNodeType::Mod:
+    case IRNodeType::Min:
+    case IRNodeType::Max:
+    case IRNodeType::Ramp:
+        break;
+    case IRNodeType::EQ:
+        operand = e.as<EQ>()->a.type();
+        break;
+    case IRNodeType::NE:
+        operand = e.as<NE>()->a.type();
+        break;
+    case IRNodeType::LT:
+        operand = e.as<LT>()->a.type();
+        break;
+    case IRNodeType::LE:
+        operand = e.as<LE>()->a.type();
+        break;
+    case IRNodeType::GT:
+        operand = e.as<GT>()->a.type();
+        break;
+    case IRNodeType::GE:
+        operand = e.as<GE>()->a.type();
+        break;
+    case IRNodeType::Call: {
+        const auto *c = e.as<Call>();
+        bool math =
+            c->call_type == Call::Math || c->name == intrinsic::abs || c->name == intrinsic::fma;
+        if (!math) return;
+        if (!c->args.empty() && c->args[0].type().is_bfloat()) operand = c->args[0].type();
+        break;
+    }
+    default:
+        return;
+    }
+    internal_assert(!operand.is_bfloat(), "device code: ", e,
+                    " computes on bfloat16, which only Load, Store, Cast, Select and Broadcast "
+                    "may hold (the operators compute on it in float32: lang/Type.h)");
 }
 
 const Memory &ExprPrinter::find_memory(const std::string &ir_name) const {
@@ -714,6 +808,32 @@ std::string abs_helper(GpuApi api, const std::string &name, Type t, const std::s
                                       : (api == GpuApi::CUDA ? "uint32_t" : "uint");
     return helper_prefix(api) + result + " " + name + "(" + type + " x) {\n" + "    return (" +
            result + ")(x < 0 ? (" + domain + ")0 - (" + domain + ")x : (" + domain + ")x);\n}\n";
+}
+
+std::string bfloat16_to_float_helper(GpuApi api, const std::string &name, int lanes,
+                                     const std::string &bits_type, const std::string &uint_type,
+                                     const std::string &float_type) {
+    std::string wide = lanes == 1 ? "(" + uint_type + ")x" : "convert_" + uint_type + "(x)";
+    std::string as_float = api == GpuApi::CUDA ? "__uint_as_float" : "as_" + float_type;
+    return helper_prefix(api) + float_type + " " + name + "(" + bits_type + " x) {\n" +
+           "    // Exact: the bits are the upper half of a float32.\n" + "    return " + as_float +
+           "(" + wide + " << 16);\n}\n";
+}
+
+std::string float_to_bfloat16_helper(GpuApi api, const std::string &name, int lanes,
+                                     const std::string &bits_type, const std::string &uint_type,
+                                     const std::string &float_type) {
+    std::string as_uint = api == GpuApi::CUDA ? "__float_as_uint" : "as_" + uint_type;
+    std::string bits = "(u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded";
+    std::string narrow = lanes == 1 ? "(" + bits_type + ")(" + bits + ")"
+                                    : "convert_" + bits_type + "(" + bits + ")";
+    return helper_prefix(api) + bits_type + " " + name + "(" + float_type + " x) {\n" +
+           "    // To nearest even in integer arithmetic, as bfloat16_bits_of "
+           "(lang/BFloat16.h):\n" +
+           "    // denormals kept, overflow to infinity, a NaN stays a quiet NaN with its sign.\n" +
+           "    const " + uint_type + " u = " + as_uint + "(x);\n" + "    const " + uint_type +
+           " rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;\n" + "    return " + narrow +
+           ";\n}\n";
 }
 
 std::string float_to_int_helper(const std::string &name, Type from, Type to,

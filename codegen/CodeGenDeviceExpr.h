@@ -172,7 +172,13 @@ private:
     Code logical(const Expr &a, const Expr &b, bool is_and, int lane);
     Code select(const Select *op, int lane);
     Code cast(const Cast *op, int lane);
+    /// A scalar of type from converted to type to (bfloat16 through float32, both ways).
+    Code convert(const Code &v, Type from, Type to);
     Code float_to_int(const Code &v, Type from, Type to);
+    /// bfloat16 bits (uint16_t, ushort or ushortN) to float32 (exactly), and float32 to bfloat16
+    /// bits (to nearest even); lanes > 1 are OpenCL vectors.
+    Code bfloat16_to_float(const Code &v, int lanes);
+    Code float_to_bfloat16(const Code &v, int lanes);
     Code load(const Load *op, int lane);
     /// CUDA: lane `lane` of a dense vector load read whole (declared once per statement), if
     /// the load is one.
@@ -199,6 +205,8 @@ private:
     Code logical_vector(const Expr &a, const Expr &b, bool is_and);
     Code select_vector(const Select *op);
     Code cast_vector(const Cast *op);
+    /// A whole vector of `lanes` lanes of type from converted to type to.
+    Code convert_vector(const Code &v, Type from, Type to, int lanes);
     Code load_vector(const Load *op);
     Code call_vector(const Call *op);
     Code per_lane(const std::string &function, const std::vector<Expr> &args, Type result);
@@ -207,7 +215,11 @@ private:
 /// Lane `lane` of a ramp as a scalar expression: base + lane * stride.
 Expr ramp_lane_expr(const Ramp *op, int lane);
 
-/// The type suffix of helper names: i32, u8, f64, b.
+/// Internal error when e computes on bfloat16 (arithmetic, comparisons, math calls, ramps):
+/// device code only loads, stores, converts and selects it (lang/Type.h).
+void check_no_bfloat16_arithmetic(const Expr &e);
+
+/// The type suffix of helper names: i32, u8, f64, b, bf16.
 std::string type_suffix(Type t);
 
 /// Helper definitions (the full text of a C function named name).
@@ -219,6 +231,15 @@ std::string min_max_helper(GpuApi api, const std::string &name, const std::strin
                            bool is_min);
 std::string abs_helper(GpuApi api, const std::string &name, Type t, const std::string &type,
                        const std::string &result);
+/// bfloat16 bits to float32 and float32 to bfloat16 bits (round to nearest even; a NaN stays a
+/// quiet NaN with its sign, as bfloat16_bits_of in lang/BFloat16.h), given the dialect's names of
+/// the bits, uint32 and float32 types (vector types when lanes > 1, OpenCL only).
+std::string bfloat16_to_float_helper(GpuApi api, const std::string &name, int lanes,
+                                     const std::string &bits_type, const std::string &uint_type,
+                                     const std::string &float_type);
+std::string float_to_bfloat16_helper(GpuApi api, const std::string &name, int lanes,
+                                     const std::string &bits_type, const std::string &uint_type,
+                                     const std::string &float_type);
 std::string float_to_int_helper(const std::string &name, Type from, Type to,
                                 const std::string &from_type, const std::string &to_type,
                                 const std::string &min_text, const std::string &max_text);

@@ -58,6 +58,7 @@ std::string ExprPrinter::vector_variable(const Expr &e) {
 Code ExprPrinter::vexpr(const Expr &e) {
     Type t = e.type();
     internal_assert(native_vector(t), "device code: ", t, " is not an OpenCL vector type");
+    check_no_bfloat16_arithmetic(e);
     switch (e->node_type) {
     case IRNodeType::Broadcast:
         return broadcast_vector(e.as<Broadcast>());
@@ -304,16 +305,22 @@ Code ExprPrinter::select_vector(const Select *op) {
 }
 
 Code ExprPrinter::cast_vector(const Cast *op) {
-    Type from = op->value.type().element_of(), to = op->type.element_of();
-    Code v = vexpr(op->value);
+    return convert_vector(vexpr(op->value), op->value.type().element_of(), op->type.element_of(),
+                          op->type.lanes);
+}
+
+Code ExprPrinter::convert_vector(const Code &v, Type from, Type to, int lanes) {
     if (from == to) return v;
+    // bfloat16 converts through float32, both ways (lang/Type.h).
+    if (from.is_bfloat()) return convert_vector(bfloat16_to_float(v, lanes), Float(32), to, lanes);
+    if (to.is_bfloat()) return float_to_bfloat16(convert_vector(v, from, Float(32), lanes), lanes);
     if (to.is_bool()) {
         // A scalar operand may not have a higher rank than the vector's lanes (char4 != 0).
         Code zero = from.is_float() ? float_literal(from, 0.0)
-                                    : Code{"(" + vector_type_name(op->value.type()) + ")(0)"};
+                                    : Code{"(" + vector_type_name(from.with_lanes(lanes)) + ")(0)"};
         return {wrap(v, Additive) + " != " + zero.text, Equality, from.bits};
     }
-    std::string target = vector_type_name(op->type);
+    std::string target = vector_type_name(to.with_lanes(lanes));
     // A mask's lanes are -1 for true: negated, 1.
     if (from.is_bool()) return {"convert_" + target + "(-" + wrap(v, Unary) + ")", Primary};
     // Saturating for floats to integers (NaN gives 0); integers wrap; to float rounds to nearest.

@@ -35,7 +35,8 @@ static_assert(offsetof(kiln_buffer_t, host) == 16 && offsetof(kiln_buffer_t, typ
               "kiln_buffer_t layout changed: update buffer_type in CodeGenLLVM.cpp");
 static_assert(sizeof(kiln_dimension_t) == 16, "kiln_dimension_t layout changed");
 static_assert(int(Type::Int) == kiln_type_int && int(Type::UInt) == kiln_type_uint &&
-                  int(Type::Float) == kiln_type_float && int(Type::Bool) == kiln_type_bool,
+                  int(Type::Float) == kiln_type_float && int(Type::Bool) == kiln_type_bool &&
+                  int(Type::BFloat) == kiln_type_bfloat,
               "kiln::Type codes must match kiln_type_code_t");
 
 enum BufferField { buffer_host = 2, buffer_dim = 6 };
@@ -259,6 +260,8 @@ private:
         llvm::Type *scalar;
         if (t.is_bool()) {
             scalar = builder.getInt1Ty();
+        } else if (t.is_bfloat()) {
+            scalar = builder.getBFloatTy();
         } else if (t.is_float()) {
             internal_assert(t.bits == 32 || t.bits == 64, "codegen: float", int(t.bits),
                             " is not supported");

@@ -89,10 +89,11 @@ std::string cache_key(const LoweredFunc &f, const Target &t, const std::string &
 
 kiln_type_t runtime_type(Type t) {
     kiln_type_t r;
-    r.code = t.is_int()     ? kiln_type_int
-             : t.is_uint()  ? kiln_type_uint
-             : t.is_float() ? kiln_type_float
-                            : kiln_type_bool;
+    r.code = t.is_int()      ? kiln_type_int
+             : t.is_uint()   ? kiln_type_uint
+             : t.is_bfloat() ? kiln_type_bfloat
+             : t.is_float()  ? kiln_type_float
+                             : kiln_type_bool;
     r.bits = t.is_bool() ? 1 : t.bits;
     r.lanes = 1;
     return r;
@@ -172,7 +173,10 @@ void store_scalar(const LoweredArgument &a, ScalarSlot *slot) {
     Type t = a.type;
     if (t.is_float()) {
         double d = *as_const_float(v);
-        if (t.bits == 32) {
+        if (t.is_bfloat()) {
+            uint16_t bits = bfloat16_bits_of(float(d)); // d is already a bfloat16 value
+            std::memcpy(slot->bytes, &bits, 2);
+        } else if (t.bits == 32) {
             float f = float(d);
             std::memcpy(slot->bytes, &f, 4);
         } else {

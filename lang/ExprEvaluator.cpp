@@ -41,7 +41,7 @@ uint64_t float_to_int_bits(double f, Type t) {
 }
 
 double round_to(Type t, double v) {
-    return t.bits == 32 ? double(float(v)) : v;
+    return t.round_float(v);
 }
 
 bool is_signed(Type t) {
@@ -53,7 +53,7 @@ bool is_signed(Type t) {
 Value Value::make_int(Type t, int64_t v) {
     internal_assert(t.is_scalar(), "Value::make_int: type ", t, " is not scalar");
     // Convert directly from the 64-bit integer: going through double first could round twice.
-    if (t.is_float()) return make_float(t, t.bits == 32 ? double(float(v)) : double(v));
+    if (t.is_float()) return make_float(t, t.bits <= 32 ? double(float(v)) : double(v));
     Value r;
     r.type = t;
     if (t.is_bool()) {
@@ -66,7 +66,7 @@ Value Value::make_int(Type t, int64_t v) {
 
 Value Value::make_uint(Type t, uint64_t v) {
     internal_assert(t.is_scalar(), "Value::make_uint: type ", t, " is not scalar");
-    if (t.is_float()) return make_float(t, t.bits == 32 ? double(float(v)) : double(v));
+    if (t.is_float()) return make_float(t, t.bits <= 32 ? double(float(v)) : double(v));
     return make_int(t, int64_t(v));
 }
 
@@ -119,8 +119,9 @@ std::string Value::to_string() const {
     std::ostringstream s;
     if (type.is_bool()) return bits ? "true" : "false";
     if (type.is_float()) {
-        s << std::setprecision(type.bits == 32 ? 9 : 17) << f;
+        s << std::setprecision(type.bits <= 32 ? 9 : 17) << f;
         if (type.bits == 32) s << "f";
+        if (type.is_bfloat()) s << "bf";
         return s.str();
     }
     if (type != Int(32)) s << "(" << type << ")";

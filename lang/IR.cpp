@@ -110,8 +110,9 @@ Expr UIntImm::make(Type t, uint64_t value) {
 
 Expr FloatImm::make(Type t, double value) {
     internal_assert(t.is_float() && t.is_scalar(), "FloatImm of type ", t);
-    internal_assert(t.bits == 32 || t.bits == 64, "float", int(t.bits), " is not supported");
-    if (t.bits == 32) value = double(float(value));
+    internal_assert(t.is_bfloat() ? t.bits == 16 : (t.bits == 32 || t.bits == 64), t,
+                    " is not supported");
+    value = t.round_float(value);
     return make_expr<FloatImm>(t, value);
 }
 

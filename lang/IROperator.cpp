@@ -23,6 +23,7 @@ Expr make_const(Type t, int64_t v) {
         e = UIntImm::make(s, v != 0);
         break;
     case Type::Float:
+    case Type::BFloat:
         e = FloatImm::make(s, double(v));
         break;
     }
@@ -221,6 +222,14 @@ void match_types(Expr &a, Expr &b) {
 }
 
 namespace {
+// bfloat16 operands are computed on in float32 (exact for every bfloat16 value), the result
+// rounded back by the caller: the IR holds no bfloat16 arithmetic.
+Expr widened(Expr e) {
+    if (!e.type().is_bfloat()) return e;
+    Type t = Float(32, e.type().lanes);
+    return cast(t, std::move(e));
+}
+
 template <typename Node>
 Expr arith(Expr a, Expr b, const char *op) {
     check_arith(a, b, op);
@@ -229,6 +238,10 @@ Expr arith(Expr a, Expr b, const char *op) {
         a = cast(Int(32, a.type().lanes), a);
         b = cast(Int(32, b.type().lanes), b);
     }
+    if (a.type().is_bfloat()) {
+        Type t = a.type();
+        return cast(t, Node::make(widened(std::move(a)), widened(std::move(b))));
+    }
     return Node::make(std::move(a), std::move(b));
 }
 
@@ -236,7 +249,7 @@ template <typename Node>
 Expr compare_op(Expr a, Expr b, const char *op) {
     check_arith(a, b, op);
     match_types(a, b);
-    return Node::make(std::move(a), std::move(b));
+    return Node::make(widened(std::move(a)), widened(std::move(b)));
 }
 
 Expr to_bool(Expr e, const char *op) {
@@ -355,15 +368,22 @@ KILN_MIXED_OPERATOR(>)
 KILN_MIXED_OPERATOR(>=)
 #undef KILN_MIXED_OPERATOR
 
-Expr min(Expr a, Expr b) {
-    check_arith(a, b, "min");
+namespace {
+template <typename Node>
+Expr min_or_max(Expr a, Expr b, const char *op) {
+    check_arith(a, b, op);
     match_types(a, b);
-    return Min::make(std::move(a), std::move(b));
+    Type t = a.type();
+    if (!t.is_bfloat()) return Node::make(std::move(a), std::move(b));
+    return cast(t, Node::make(widened(std::move(a)), widened(std::move(b))));
+}
+} // namespace
+
+Expr min(Expr a, Expr b) {
+    return min_or_max<Min>(std::move(a), std::move(b), "min");
 }
 Expr max(Expr a, Expr b) {
-    check_arith(a, b, "max");
-    match_types(a, b);
-    return Max::make(std::move(a), std::move(b));
+    return min_or_max<Max>(std::move(a), std::move(b), "max");
 }
 Expr min(Expr a, int b) {
     check_arith(a, a, "min");
@@ -433,9 +453,10 @@ Expr clamp(Expr e, Expr lo, Expr hi) {
                        t.bits < 32 ? "int" : "int64_t", ">(", ex, ")");
         }
     }
-    lo = cast(e.type(), std::move(lo));
-    hi = cast(e.type(), std::move(hi));
-    return Max::make(Min::make(std::move(e), std::move(hi)), std::move(lo));
+    Type t = e.type();
+    lo = widened(cast(t, std::move(lo)));
+    hi = widened(cast(t, std::move(hi)));
+    return cast(t, Max::make(Min::make(widened(std::move(e)), std::move(hi)), std::move(lo)));
 }
 
 Expr select(Expr condition, Expr true_value, Expr false_value) {
@@ -472,7 +493,10 @@ Expr float_arg(Expr e, const char *fn) {
 
 Expr math_call(const char *fn, std::vector<Expr> args) {
     Type t = args[0].type();
-    return Call::make(t, fn, std::move(args), Call::Math);
+    for (Expr &a : args)
+        a = widened(std::move(a));
+    Type computed = args[0].type();
+    return cast(t, Call::make(computed, fn, std::move(args), Call::Math));
 }
 } // namespace
 

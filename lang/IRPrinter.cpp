@@ -79,12 +79,13 @@ private:
         // The shortest text that reads back as the same value in the constant's own precision,
         // so 0.1f prints as 0.1f rather than as the double nearest to it.
         char buf[64];
-        bool is_f32 = op->type.bits == 32;
+        bool is_f32 = op->type.bits <= 32;
+        if (op->type.is_bfloat()) out << op->type << "(";
         auto res = is_f32 ? std::to_chars(buf, buf + sizeof(buf), float(op->value))
                           : std::to_chars(buf, buf + sizeof(buf), op->value);
         std::string str(buf, res.ptr);
         if (std::isfinite(op->value) && str.find_first_of(".e") == std::string::npos) str += ".0";
-        out << str << (is_f32 ? "f" : "");
+        out << str << (is_f32 ? "f" : "") << (op->type.is_bfloat() ? ")" : "");
     }
     void visit(const Cast *op) override {
         out << op->type << "(";

@@ -121,7 +121,7 @@ Expr make_param_value(Type t, double v, int64_t i, bool is_float);
 
 template <typename T>
 void Param<T>::set(T value) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, bfloat16_t>) {
         contents->scalar_value = make_param_value(type(), double(value), 0, true);
     } else {
         contents->scalar_value = make_param_value(type(), 0, int64_t(value), false);
@@ -130,7 +130,7 @@ void Param<T>::set(T value) {
 
 template <typename T>
 void Param<T>::set_range(T min, T max) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, bfloat16_t>) {
         contents->min_value = make_param_value(type(), double(min), 0, true);
         contents->max_value = make_param_value(type(), double(max), 0, true);
     } else {

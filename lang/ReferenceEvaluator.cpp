@@ -71,6 +71,7 @@ Value load_element(const BufferContents &b, const Point &p) {
     Type t = b.type;
     if (t == Float(32)) return Value::make_float(t, read_raw<float>(a));
     if (t == Float(64)) return Value::make_float(t, read_raw<double>(a));
+    if (t == BFloat(16)) return Value::make_float(t, float_of_bfloat16_bits(read_raw<uint16_t>(a)));
     if (t == Bool()) return Value::make_bool(read_raw<uint8_t>(a) != 0);
     if (t == Int(8)) return Value::make_int(t, read_raw<int8_t>(a));
     if (t == Int(16)) return Value::make_int(t, read_raw<int16_t>(a));
@@ -90,6 +91,7 @@ void store_element(const BufferBase &b, const Point &p, const Value &v) {
     uint8_t *a = b.address_of(p);
     if (t == Float(32)) return write_raw(a, float(v.f));
     if (t == Float(64)) return write_raw(a, v.f);
+    if (t == BFloat(16)) return write_raw(a, bfloat16_bits_of(float(v.f))); // v.f is exact
     if (t == Bool()) return write_raw(a, uint8_t(v.bits != 0));
     // Integer payloads are already wrapped into the type, so truncating the bits is exact.
     if (t.is_int_or_uint() && t.bits == 8) return write_raw(a, uint8_t(v.bits));

@@ -146,7 +146,7 @@ LinearForm scaled_down(const LinearForm &f, Int128 g) {
 namespace {
 
 double round_to(Type t, double v) {
-    return t.bits == 32 ? double(float(v)) : v;
+    return t.round_float(v);
 }
 
 // Float to integer casts truncate and saturate, NaN giving zero, as ExprEvaluator documents.
@@ -263,8 +263,8 @@ std::optional<Expr> fold_cast(Type t, const Expr &e) {
         if (t.is_float()) {
             // Convert from the integer directly: via double, an int64 could round twice.
             double f = s.is_int()
-                           ? (t.bits == 32 ? double(float(int64_t(*v))) : double(int64_t(*v)))
-                           : (t.bits == 32 ? double(float(uint64_t(*v))) : double(uint64_t(*v)));
+                           ? (t.bits <= 32 ? double(float(int64_t(*v))) : double(int64_t(*v)))
+                           : (t.bits <= 32 ? double(float(uint64_t(*v))) : double(uint64_t(*v)));
             return make_const(t, f);
         }
         return make_const(t, int64_t(*v));

@@ -27,6 +27,12 @@ bool Type::can_represent(int64_t v) const {
     return v >= min_int() && v <= max_int();
 }
 
+double Type::round_float(double v) const {
+    internal_assert(is_float(), "round_float of ", *this);
+    if (is_bfloat()) return double(float_of_bfloat16_bits(bfloat16_bits_of(float(v))));
+    return bits == 32 ? double(float(v)) : v;
+}
+
 std::string Type::to_string() const {
     std::string s;
     switch (code) {
@@ -41,6 +47,9 @@ std::string Type::to_string() const {
         break;
     case Bool:
         s = "bool";
+        break;
+    case BFloat:
+        s = "bfloat" + std::to_string(bits);
         break;
     }
     if (lanes > 1) s += "x" + std::to_string(lanes);
@@ -57,6 +66,8 @@ std::string Type::c_name() const {
         return bits == 32 ? "float" : "double";
     case Bool:
         return "bool";
+    case BFloat:
+        return "kiln::bfloat16_t";
     }
     return "?";
 }

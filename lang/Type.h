@@ -1,16 +1,24 @@
-// Scalar and vector types of the IR: bool, signed and unsigned integers of 8 to 64 bits, and
-// float32/float64, each with a number of vector lanes (1 for scalars).
+// Scalar and vector types of the IR: bool, signed and unsigned integers of 8 to 64 bits,
+// float32/float64 and bfloat16, each with a number of vector lanes (1 for scalars).
 #pragma once
 
 #include <cstdint>
 #include <ostream>
 #include <string>
 
+#include "lang/BFloat16.h"
+
 namespace kiln {
 
 /// A scalar or vector type: a code, a bit width and a lane count.
+///
+/// bfloat16 (code BFloat, 16 bits) is a float type (is_float() holds) that kiln loads, stores and
+/// converts; the expression operators compute arithmetic on it in float32 and round the result
+/// back, so the IR holds no bfloat16 arithmetic. Conversions to bfloat16 round to nearest even
+/// through float32 (a float64 or integer is first converted to float32).
 struct Type {
-    enum Code : uint8_t { Int, UInt, Float, Bool };
+    // The codes match kiln_type_code_t in runtime/kiln_runtime.h.
+    enum Code : uint8_t { Int, UInt, Float, Bool, BFloat };
     Code code = Int;
     uint8_t bits = 32;
     uint16_t lanes = 1;
@@ -21,7 +29,9 @@ struct Type {
 
     bool is_int() const { return code == Int; }
     bool is_uint() const { return code == UInt; }
-    bool is_float() const { return code == Float; }
+    /// float32, float64 or bfloat16.
+    bool is_float() const { return code == Float || code == BFloat; }
+    bool is_bfloat() const { return code == BFloat; }
     bool is_bool() const { return code == Bool; }
     /// Signed or unsigned integer (not bool).
     bool is_int_or_uint() const { return code == Int || code == UInt; }
@@ -40,6 +50,8 @@ struct Type {
     int64_t min_int() const;
     int64_t max_int() const;
     uint64_t max_uint() const;
+    /// v rounded to this float type's precision (float32 and bfloat16 round to nearest even).
+    double round_float(double v) const;
     /// Whether the integer value fits in this type.
     bool can_represent(int64_t v) const;
 
@@ -50,7 +62,7 @@ struct Type {
 
     /// Halide-style spelling: "int32", "uint8x16", "float32", "bool".
     std::string to_string() const;
-    /// The C type name of the element ("int32_t", "float", "bool").
+    /// The C type name of the element ("int32_t", "float", "bool", "kiln::bfloat16_t").
     std::string c_name() const;
 };
 
@@ -64,6 +76,9 @@ inline constexpr Type UInt(int bits, int lanes = 1) {
 }
 inline constexpr Type Float(int bits, int lanes = 1) {
     return Type(Type::Float, bits, lanes);
+}
+inline constexpr Type BFloat(int bits = 16, int lanes = 1) {
+    return Type(Type::BFloat, bits, lanes);
 }
 inline constexpr Type Bool(int lanes = 1) {
     return Type(Type::Bool, 1, lanes);
@@ -115,6 +130,10 @@ inline Type type_of<float>() {
 template <>
 inline Type type_of<double>() {
     return Float(64);
+}
+template <>
+inline Type type_of<bfloat16_t>() {
+    return BFloat(16);
 }
 
 } // namespace kiln

@@ -13,9 +13,9 @@ struct TypeName {
 };
 
 TypeName type_name(kiln_type_t t) {
-    static const char *const prefixes[] = {"int", "uint", "float", "bool"};
+    static const char *const prefixes[] = {"int", "uint", "float", "bool", "bfloat"};
     TypeName name;
-    if (t.code > kiln_type_bool) {
+    if (t.code > kiln_type_bfloat) {
         std::snprintf(name.text, sizeof(name.text), "<type code %d, %d bits, %d lanes>", t.code,
                       t.bits, t.lanes);
         return name;

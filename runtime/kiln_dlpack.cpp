@@ -41,8 +41,6 @@ const char *dlpack_code_name(int code) {
     switch (code) {
     case kDLOpaqueHandle:
         return "opaque handle";
-    case kDLBfloat:
-        return "bfloat";
     case kDLComplex:
         return "complex";
     default:
@@ -116,6 +114,9 @@ int kiln_buffer_from_dltensor(const DLTensor *t, kiln_buffer_t *out, kiln_dimens
         break;
     case kDLFloat:
         type.code = kiln_type_float;
+        break;
+    case kDLBfloat:
+        type.code = kiln_type_bfloat;
         break;
     case dlpack_bool_code:
         if (t->dtype.bits != dlpack_bool_bits)
@@ -232,6 +233,9 @@ int kiln_buffer_to_dltensor(const kiln_buffer_t *b, DLTensor *out, int64_t *shap
         break;
     case kiln_type_float:
         dtype.code = kDLFloat;
+        break;
+    case kiln_type_bfloat:
+        dtype.code = kDLBfloat;
         break;
     case kiln_type_bool:
         dtype = {dlpack_bool_code, dlpack_bool_bits, b->type.lanes};

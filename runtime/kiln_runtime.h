@@ -23,7 +23,9 @@ typedef enum kiln_type_code_t {
     kiln_type_int = 0,
     kiln_type_uint = 1,
     kiln_type_float = 2,
-    kiln_type_bool = 3
+    kiln_type_bool = 3,
+    /// bfloat16: the upper half of a float32, 16 bits per lane.
+    kiln_type_bfloat = 4
 } kiln_type_code_t;
 
 /// An element type: code (a kiln_type_code_t), bits per lane (1 for bool, stored as one byte) and

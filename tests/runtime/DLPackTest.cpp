@@ -299,12 +299,23 @@ TEST(DLPack, TooManyDimensionsForTheStorageAreRejected) {
 
 TEST(DLPack, UnsupportedTypeCodesAreRejectedByName) {
     Tensor t;
-    t.tensor.dtype = {kDLBfloat, 16, 1};
+    t.tensor.dtype = {kDLComplex, 64, 1};
     kiln_buffer_t b;
     kiln_dimension_t dims[3];
     EXPECT_EQ(kiln_buffer_from_dltensor(&t.tensor, &b, dims, 3), kiln_error_bad_type);
     EXPECT_STREQ(kiln_last_error_message(),
-                 "kiln_buffer_from_dltensor: DLPack type code 4 (bfloat) is not supported");
+                 "kiln_buffer_from_dltensor: DLPack type code 5 (complex) is not supported");
+}
+
+TEST(DLPack, BFloat16TensorsBecomeBFloat16Buffers) {
+    Tensor t;
+    t.tensor.dtype = {kDLBfloat, 16, 1};
+    kiln_buffer_t b;
+    kiln_dimension_t dims[3];
+    ASSERT_EQ(kiln_buffer_from_dltensor(&t.tensor, &b, dims, 3), kiln_success)
+        << kiln_last_error_message();
+    EXPECT_EQ(b.type.code, kiln_type_bfloat);
+    EXPECT_EQ(b.type.bits, 16);
 }
 
 TEST(DLPack, BoolTensorsMustUseOneBytePerElement) {
