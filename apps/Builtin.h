@@ -12,6 +12,7 @@ namespace kiln::apps {
 
 Operator matmul_operator();
 Operator matmul_u8s8_operator();
+Operator matmul_bf16_operator();
 Operator conv2d_operator();
 Operator conv2d_packed_operator();
 Operator conv2d_pack_operator();

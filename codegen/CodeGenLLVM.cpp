@@ -894,7 +894,16 @@ private:
         return builder.getInt32(0);
     }
 
-    // tile_matmul (schedule/Tensorize.h) on Intel AMX. C's block (up to 32 x 32 int32) is up to
+    /// The Load naming a tile_matmul operand's buffer and first element.
+    static const Load *tile_load_of(const Expr &e) {
+        const Load *l = e.as<Load>();
+        internal_assert(l && l->type.is_scalar() && !l->predicate.defined(),
+                        "codegen: tile_matmul takes its tiles as unpredicated Loads, got ", e);
+        return l;
+    }
+
+    // tile_matmul (schedule/Tensorize.h) on Intel AMX. C's block (up to 32 x 32 int32 or float32,
+    // from int8 or bfloat16 inputs: tdpb*d or tdpbf16ps) is up to
     // 2 x 2 tiles of 16 x 16: each is loaded once, then a loop over the k steps, 16 at a time (64
     // bytes of k), loads one tile of A per row of tiles and one of B per column of tiles and
     // multiplies each pair into its C tile (8 tile registers: 4 sums, 2 A, 2 B; each A and B
@@ -905,18 +914,17 @@ private:
     // (ldtilecfg).
     llvm::Value *tile_matmul(const Call *op) {
         internal_assert(op->args.size() == 9, "codegen: tile_matmul takes 9 arguments");
-        if (!x86 || !target.has_feature("amx-tile") || !target.has_feature("amx-int8")) {
-            user_error("tensorize: the target (cpu '", target.cpu,
-                       "') has no AMX (amx-tile, amx-int8); compile for a CPU that has it "
+        const Load *c = tile_load_of(op->args[0]), *a = tile_load_of(op->args[2]),
+                   *b = tile_load_of(op->args[4]);
+        bool bf16 = a->type.is_bfloat();
+        const char *unit = bf16 ? "amx-bf16" : "amx-int8";
+        if (!x86 || !target.has_feature("amx-tile") || !target.has_feature(unit)) {
+            user_error("tensorize: the target (cpu '", target.cpu, "') has no AMX (amx-tile, ",
+                       unit,
+                       "); compile for a CPU that has it "
                        "(the host on a Xeon of the Sapphire Rapids generation or later, or a "
                        "named CPU such as \"sapphirerapids\"), or remove tensorize");
         }
-        auto tile_load = [&](const Expr &e) {
-            const Load *l = e.as<Load>();
-            internal_assert(l && l->type.is_scalar() && !l->predicate.defined(),
-                            "codegen: tile_matmul takes its tiles as unpredicated Loads, got ", e);
-            return l;
-        };
         auto tile_pointer = [&](const Load *l) {
             return element_pointer(memory_type(l->type), buffer_pointer(l->name),
                                    codegen(l->index));
@@ -930,12 +938,13 @@ private:
         auto byte_stride = [&](const Expr &e, int bytes) {
             return builder.CreateMul(builder.CreateSExt(codegen(e), i64), builder.getInt64(bytes));
         };
-        const Load *c = tile_load(op->args[0]), *a = tile_load(op->args[2]),
-                   *b = tile_load(op->args[4]);
         int rows = constant(op->args[6]), cols = constant(op->args[7]), k4 = constant(op->args[8]);
         llvm::Value *pc = tile_pointer(c), *pa = tile_pointer(a), *pb = tile_pointer(b);
-        llvm::Value *sc = byte_stride(op->args[1], 4), *sa = byte_stride(op->args[3], 1),
-                    *sb = byte_stride(op->args[5], 1);
+        // a's and b's strides are in elements of 1 (int8) or 2 (bfloat16) bytes; a k step is 4
+        // bytes of k either way.
+        int in_bytes = a->type.bytes();
+        llvm::Value *sc = byte_stride(op->args[1], 4), *sa = byte_stride(op->args[3], in_bytes),
+                    *sb = byte_stride(op->args[5], in_bytes);
         auto i16 = [&](int v) { return builder.getInt16(uint16_t(v)); };
         auto at = [&](llvm::Value *base, llvm::Value *bytes) {
             return builder.CreateGEP(i8, base, bytes);
@@ -945,10 +954,11 @@ private:
                                            {i16(r), i16(colsb), p, stride});
         };
         bool a_signed = a->type.is_int(), b_signed = b->type.is_int();
-        llvm::Intrinsic::ID dot = a_signed ? (b_signed ? llvm::Intrinsic::x86_tdpbssd_internal
-                                                       : llvm::Intrinsic::x86_tdpbsud_internal)
-                                           : (b_signed ? llvm::Intrinsic::x86_tdpbusd_internal
-                                                       : llvm::Intrinsic::x86_tdpbuud_internal);
+        llvm::Intrinsic::ID dot = bf16       ? llvm::Intrinsic::x86_tdpbf16ps_internal
+                                  : a_signed ? (b_signed ? llvm::Intrinsic::x86_tdpbssd_internal
+                                                         : llvm::Intrinsic::x86_tdpbsud_internal)
+                                             : (b_signed ? llvm::Intrinsic::x86_tdpbusd_internal
+                                                         : llvm::Intrinsic::x86_tdpbuud_internal);
         constexpr int tile_rows = 16, tile_int32s = 16, k4_per_tile = 16; // 64 bytes a row
         // The row tiles (first row, rows) and column tiles (first column, columns).
         std::vector<std::pair<int, int>> row_tiles, col_tiles;

@@ -21,9 +21,8 @@ namespace {
 // (the 8 tile registers hold 4 tiles of sums and 2 of each input).
 constexpr int64_t max_tile_rows = 32;
 constexpr int64_t max_tile_int32_columns = 32;
-// The values of k a column of b holds together (4 bytes of 8-bit values).
-constexpr int64_t k_lanes = 4;
-// The k steps (of k_lanes values) one tile multiply takes: a tile row of a is 64 bytes.
+// The k steps (of 4 bytes of k: 4 int8 or 2 bfloat16 values) one tile multiply takes: a tile
+// row of a is 64 bytes.
 constexpr int64_t k4_per_tile = 16;
 // kiln_error_bad_stride (runtime/kiln_runtime.h).
 constexpr int kiln_error_bad_stride_code = -7;
@@ -40,25 +39,31 @@ struct LinearIndex {
     std::vector<Expr> coefficients; // per loop of the nest
 };
 
-// The operands of c[ic] = c[ic] + i32(a[ia]) * i32(b[ib]).
+// The operands of c[ic] = c[ic] + i32(a[ia]) * i32(b[ib]) (8-bit a and b) or of
+// c[ic] = c[ic] + f32(a[ia]) * f32(b[ib]) (bfloat16 a and b).
 struct MatmulStore {
     const Load *c = nullptr, *a = nullptr, *b = nullptr;
+    /// The values of k a column of b holds together: 4 bytes of them.
+    int64_t k_lanes() const { return a->type.is_bfloat() ? 2 : 4; }
 };
 
-const Load *int8_operand(const Expr &e) {
+// The Load under e = cast<sum type>(Load) of an input the matrix unit multiplies into sums of
+// type sum: 8-bit integers into int32, bfloat16 into float32.
+const Load *tile_operand(const Expr &e, Type sum) {
     const auto *cast = e.as<Cast>();
-    if (!cast || cast->type != Int(32)) return nullptr;
+    if (!cast || cast->type != sum) return nullptr;
     const auto *load = cast->value.as<Load>();
-    if (!load || !load->type.is_int_or_uint() || load->type.bits != 8 || !load->type.is_scalar() ||
-        load->predicate.defined()) {
-        return nullptr;
-    }
-    return load;
+    if (!load || !load->type.is_scalar() || load->predicate.defined()) return nullptr;
+    Type t = load->type;
+    bool fits = sum == Int(32) ? t.is_int_or_uint() && t.bits == 8 : t == BFloat(16);
+    return fits ? load : nullptr;
 }
 
 std::optional<MatmulStore> match_matmul(const Store *store, const Expr &value, const Expr &index) {
     const auto *add = value.as<Add>();
-    if (!add || value.type() != Int(32) || store->predicate.defined()) return std::nullopt;
+    Type sum = value.type();
+    if (!add || (sum != Int(32) && sum != Float(32)) || store->predicate.defined())
+        return std::nullopt;
     for (int side = 0; side < 2; side++) {
         const Expr &acc = side == 0 ? add->a : add->b;
         const Expr &product = side == 0 ? add->b : add->a;
@@ -66,7 +71,7 @@ std::optional<MatmulStore> match_matmul(const Store *store, const Expr &value, c
         const auto *mul = product.as<Mul>();
         if (!c || !mul || c->name != store->name || c->predicate.defined()) continue;
         if (!is_const_zero(simplify(c->index - index))) continue;
-        const Load *x = int8_operand(mul->a), *y = int8_operand(mul->b);
+        const Load *x = tile_operand(mul->a, sum), *y = tile_operand(mul->b, sum);
         if (!x || !y) continue;
         return MatmulStore{c, x, y};
     }
@@ -141,7 +146,10 @@ public:
             user_error("tensorize: loop '", root->name, "' holds ", store->name, "[", index,
                        "] = ", value,
                        ", which is not c = c + i32(a) * i32(b) of an int32 c and "
-                       "8-bit a and b; the matrix unit sums products of 8-bit integers into int32");
+                       "8-bit a and b, nor c = c + f32(a) * f32(b) of a float32 c and bfloat16 a "
+                       "and b; the matrix unit sums products of 8-bit integers into int32 and of "
+                       "bfloat16 into float32 (write f32(a(...)) * f32(b(...)): a product of "
+                       "bfloat16 values is rounded to bfloat16)");
         }
         if (m->a->name == m->c->name || m->b->name == m->c->name) {
             user_error("tensorize: loop '", root->name, "' reads '", m->c->name,
@@ -235,6 +243,7 @@ private:
     }
 
     Stmt classify(const MatmulStore &m, const Expr &c_index) const {
+        const int64_t k_lanes = m.k_lanes();
         LinearIndex c = linearize(c_index, m.c->name);
         LinearIndex a = linearize(m.a->index, m.a->name);
         LinearIndex b = linearize(m.b->index, m.b->name);
@@ -267,23 +276,26 @@ private:
                            " by ", cb,
                            " elements; a tensorized loop is the tile's rows (b by 0), its "
                            "columns (",
-                           m.c->name, " by 1, ", m.b->name,
-                           " by 4), the 4 k lanes (a and b by 1) or the k steps (", m.a->name,
-                           " by 4, ", m.c->name, " by 0)");
+                           m.c->name, " by 1, ", m.b->name, " by ", k_lanes, "), the ", k_lanes,
+                           " k lanes (a and b by 1) or the k steps (", m.a->name, " by ", k_lanes,
+                           ", ", m.c->name, " by 0)");
             }
         }
         if (!lane || !k4) {
             user_error("tensorize: loop '", root->name, "' has no ", !lane ? "k lanes" : "k steps",
-                       " loop; the reduction must be RDom r(0, 4, 0, K / 4) reading a(r.x + 4 * "
-                       "r.y, i) and b(r.x, j, r.y), with both of r's loops inside '",
-                       root->name, "'");
+                       " loop; the reduction must be RDom r(0, ", k_lanes, ", 0, K / ", k_lanes,
+                       ") reading a(r.x + ", k_lanes,
+                       " * r.y, i) and b(r.x, j, r.y), with both of r's loops inside '", root->name,
+                       "'");
         }
         int64_t rows = row ? loops[*row].extent : 1, cols = col ? loops[*col].extent : 1;
         if (rows > max_tile_rows || cols > max_tile_int32_columns) {
             const NestLoop &l = rows > max_tile_rows ? loops[*row] : loops[*col];
             user_error("tensorize: loop '", l.name, "' has extent ", l.extent,
-                       " but a tensorized nest covers at most 2 x 2 tiles, 32 rows and 32 int32 "
-                       "columns; split it by 32 or less and keep the outer loop outside '",
+                       " but a tensorized nest covers at most 2 x 2 tiles, 32 rows and 32 ",
+                       m.c->type,
+                       " columns; split it by 32 or less and keep the outer loop "
+                       "outside '",
                        root->name, "'");
         }
         Expr zero = make_zero(Int(32));
@@ -291,13 +303,15 @@ private:
         Stmt check;
         if (col && !is_const(b.coefficients[*col])) {
             const Expr &stride = b.coefficients[*col];
-            check = AssertStmt::make(stride == Expr(int(k_lanes)),
-                                     "tensorize: the columns of '" + m.b->name +
-                                         "' must be 4 elements apart (4 " +
-                                         "consecutive k of a column together, the matrix unit's "
-                                         "layout), but they are %d " +
-                                         "apart; pass a dense buffer of extents (4, N, K / 4)",
-                                     {stride}, kiln_error_bad_stride_code);
+            check = AssertStmt::make(
+                stride == Expr(int(k_lanes)),
+                "tensorize: the columns of '" + m.b->name + "' must be " + std::to_string(k_lanes) +
+                    " elements apart (" + std::to_string(k_lanes) +
+                    " consecutive k of a column together, the matrix unit's "
+                    "layout), but they are %d " +
+                    "apart; pass a dense buffer of extents (" + std::to_string(k_lanes) +
+                    ", N, K / " + std::to_string(k_lanes) + ")",
+                {stride}, kiln_error_bad_stride_code);
         }
         // The k steps in whole tiles (16 at a time). A remainder after whole tiles would need
         // tiles of other shapes live beside a 2 x 2 block's eight, and each of the 8 tile

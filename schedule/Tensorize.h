@@ -3,20 +3,24 @@
 // emits as Intel AMX tile loads, tile multiplies and a tile store (codegen/CodeGenLLVM.cpp).
 //
 // The nest must be, through lets, perfectly nested serial loops of constant extent around one
-// store `c[ic] = c[ic] + i32(a[ia]) * i32(b[ib])` (either order of the sum and of the product)
-// of an int32 Func c and 8-bit inputs a and b, each index linear in the nest's loops. The loops
-// are recognised by how each index moves with them (coefficients in elements):
-//   columns: c 1, a 0, b 4      (at most 32: two tiles, a tile row being 64 bytes of int32)
+// store `c[ic] = c[ic] + i32(a[ia]) * i32(b[ib])` of an int32 Func c and 8-bit inputs a and b,
+// or `c[ic] = c[ic] + f32(a[ia]) * f32(b[ib])` of a float32 c and bfloat16 a and b (either order
+// of the sum and of the product), each index linear in the nest's loops. With L the k lanes, the
+// values of k in 4 bytes (4 int8, 2 bfloat16), the loops are recognised by how each index moves
+// with them (coefficients in elements):
+//   columns: c 1, a 0, b L      (at most 32: two tiles, a tile row being 64 bytes of c)
 //   rows:    c any, a any, b 0  (at most 32: two tiles of 16 rows)
-//   lane:    c 0, a 1, b 1      (extent 4: the 4 consecutive values of k a column of b holds)
-//   k4:      c 0, a 4, b any    (any constant extent; 16 of them are one tile multiply)
+//   lane:    c 0, a 1, b 1      (extent L: the L consecutive values of k a column of b holds)
+//   k4:      c 0, a L, b any    (any constant extent; 16 of them are one tile multiply)
 // that is, `c(j, i) += i32(a(r.x + 4 * r.y, i)) * i32(b(r.x, j, r.y))` with RDom r(0, 4, 0, K/4),
 // or b in 16-column blocks, `b(r.x, j % 16, r.y, j / 16)`: the indices are simplified with the
 // nest's loop ranges, so j % 16 of j = 16 jo + ji is ji.
 // Anything else is a CompileError naming the loop, what was found and how to fix the schedule.
 // Requires: flattened, simplified IR, before unrolling and vectorization. Guarantees: no
-// Tensorized loop remains; the intrinsic computes exactly what the nest computed (integer sums
-// wrap in both, and their order does not matter).
+// Tensorized loop remains; for 8-bit inputs the intrinsic computes exactly what the nest computed
+// (integer sums wrap in both, and their order does not matter); for bfloat16 it adds the products
+// (exact in float32) in the nest's k order, each sum rounded to float32 as the nest's are, but
+// the matrix unit treats denormal inputs and results as zero.
 #pragma once
 
 #include "lang/IR.h"

@@ -42,7 +42,8 @@ TEST_P(OperatorSchedules, DefaultScheduleMatchesTheReference) {
 
 // matmul_u8s8 (tensorized where the CPU has AMX): blocks of 32 x 16 and a k remainder (50 steps
 // of 4: three tile multiplies and a narrower one), blocks of 18 rows (a tile of 16 and one of 2),
-// and fewer rows than a tile.
+// and fewer rows than a tile. matmul_bf16 the same in bfloat16 summed in float32 (2 k a lane
+// pair: 100 k steps of 2 are six tile multiplies and a remainder of 4 steps).
 // conv2d 20x64x6x14: input channels in blocks with a tail, two or more blocks of output channels
 // (tasks of blocks), 14-pixel rows (two tiles of 7). 1 and 2 rows: every row skips kernel rows
 // in the padding (RDom::where), one row both of them. conv2d_packed (its weights in the packed
@@ -52,13 +53,14 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(Case{"matmul", {64, 96, 40}}, Case{"matmul", {37, 53, 29}},
                     Case{"matmul", {5, 3, 7}}, Case{"matmul_u8s8", {64, 48, 200}},
                     Case{"matmul_u8s8", {36, 32, 96}}, Case{"matmul_u8s8", {5, 16, 8}},
-                    Case{"conv2d", {4, 32, 8, 16}}, Case{"conv2d", {3, 19, 7, 11}},
-                    Case{"conv2d", {20, 64, 6, 14}}, Case{"conv2d", {5, 16, 1, 9}},
-                    Case{"conv2d", {3, 8, 2, 5}}, Case{"conv2d_packed", {20, 64, 6, 14}},
-                    Case{"conv2d_packed", {3, 19, 7, 11}}, Case{"conv2d_pack", {20, 64}},
-                    Case{"conv2d_pack", {3, 19}}, Case{"blur", {64, 40}}, Case{"blur", {37, 23}},
-                    Case{"blur_u16", {80, 40}}, Case{"blur_u16", {37, 23}},
-                    Case{"softmax", {8, 200}}, Case{"softmax", {7, 37}},
+                    Case{"matmul_bf16", {64, 48, 200}}, Case{"matmul_bf16", {36, 32, 96}},
+                    Case{"matmul_bf16", {5, 16, 6}}, Case{"conv2d", {4, 32, 8, 16}},
+                    Case{"conv2d", {3, 19, 7, 11}}, Case{"conv2d", {20, 64, 6, 14}},
+                    Case{"conv2d", {5, 16, 1, 9}}, Case{"conv2d", {3, 8, 2, 5}},
+                    Case{"conv2d_packed", {20, 64, 6, 14}}, Case{"conv2d_packed", {3, 19, 7, 11}},
+                    Case{"conv2d_pack", {20, 64}}, Case{"conv2d_pack", {3, 19}},
+                    Case{"blur", {64, 40}}, Case{"blur", {37, 23}}, Case{"blur_u16", {80, 40}},
+                    Case{"blur_u16", {37, 23}}, Case{"softmax", {8, 200}}, Case{"softmax", {7, 37}},
                     Case{"layernorm", {8, 200}}, Case{"layernorm", {7, 37}},
                     Case{"harris", {64, 40}}, Case{"harris", {37, 23}}),
     case_name);
@@ -163,7 +165,7 @@ TEST(Operators, ListingsHideTestOnlyOperators) {
         all_names.push_back(op->name);
     EXPECT_EQ(names, (std::vector<std::string>{"blur", "blur_u16", "conv2d", "conv2d_pack",
                                                "conv2d_packed", "harris", "layernorm", "matmul",
-                                               "matmul_u8s8", "softmax"}));
+                                               "matmul_bf16", "matmul_u8s8", "softmax"}));
     EXPECT_EQ(all_names.size(), names.size() + 3);
     EXPECT_TRUE(std::is_sorted(all_names.begin(), all_names.end()));
     for (const Operator *op : all_operators(true)) {
@@ -195,6 +197,30 @@ TEST(Operators, MatmulU8S8WithoutTheMatrixUnitIsExact) {
     std::string text = inst.pipeline().lowered_text();
     EXPECT_EQ(text.find("tile_matmul("), std::string::npos);
     EXPECT_EQ(max_relative_error(inst.realize(), op.reference(inst)), 0.0);
+}
+
+// matmul_bf16 the same: without the matrix unit within its tolerance; K must be even (2 k a
+// lane pair).
+TEST(Operators, MatmulBF16WithoutTheMatrixUnitIsWithinTolerance) {
+    const Operator &op = find_operator("matmul_bf16");
+    try {
+        op.make({8, 32, 63});
+        ADD_FAILURE() << "no error for K = 63";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("matmul_bf16: K = 63 is not a multiple of 2; B holds "
+                                             "2 consecutive k of each column together"),
+                  std::string::npos)
+            << e.what();
+    }
+    OperatorInstance inst = op.make({20, 48, 64});
+    EXPECT_EQ(inst.input_data[0].type(), BFloat(16));
+    schedule_from_generator(op.generator, op.generator_params, inst, Target::host(),
+                            {{"tensorize", "0"}});
+    std::string text = inst.pipeline().lowered_text();
+    EXPECT_EQ(text.find("tile_matmul("), std::string::npos);
+    BufferBase got = inst.realize();
+    EXPECT_EQ(got.type(), Float(32));
+    EXPECT_LE(max_relative_error(got, op.reference(inst)), op.tolerance);
 }
 
 TEST(Operators, MatmulUsesTheDocumentedLayout) {
@@ -236,7 +262,7 @@ TEST(OperatorErrors, UnknownOperatorListsTheKnownOnes) {
     EXPECT_EQ(error_of([] { find_operator("matmull"); }),
               "unknown operator 'matmull'; known operators: blur, blur_u16, conv2d, conv2d_pack, "
               "conv2d_packed, harris, "
-              "layernorm, matmul, matmul_u8s8, softmax");
+              "layernorm, matmul, matmul_bf16, matmul_u8s8, softmax");
 }
 
 // OIHW weights given to conv2d_packed (a caller who forgot conv2d_pack) are a runtime error

@@ -1,13 +1,14 @@
-// Stage::tensorize (schedule/Tensorize.h): an 8-bit matmul's tile loops become one tile_matmul
-// intrinsic, emitted as Intel AMX instructions; the results equal the reference evaluator's
-// where the machine has AMX (elsewhere those cases skip, saying why, and the code is still
-// compiled for a named AMX CPU and its assembly checked); every misuse's message.
+// Stage::tensorize (schedule/Tensorize.h): an 8-bit or bfloat16 matmul's tile loops become one
+// tile_matmul intrinsic, emitted as Intel AMX instructions; the results equal the reference
+// evaluator's where the machine has AMX (elsewhere those cases skip, saying why, and the code is
+// still compiled for a named AMX CPU and its assembly checked); every misuse's message.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
 
 #include "kiln.h"
 #include "lang/IRVisitor.h"
@@ -25,10 +26,14 @@ std::string error_of(const std::function<void()> &fn) {
     return "(no error)";
 }
 
-// c(j, i) = sum over k of a(k, i) * b(k % 4, j, k / 4): a is M x K row-major (x-first: a(k, i)
-// is A[i][k]), b is B (K x N) with 4 consecutive k of each column together, as AMX reads it.
+// c(j, i) = sum over k of a(k, i) * b(k % L, j, k / L): a is M x K row-major (x-first: a(k, i)
+// is A[i][k]), b is B (K x N) with L consecutive k of each column together (the k lanes: 4 of 8
+// bits, 2 of bfloat16), as AMX reads it. 8-bit inputs sum into int32, bfloat16 into float32.
 template <typename A, typename B>
-struct Int8Matmul {
+struct TileMatmul {
+    static constexpr bool bf16 = std::is_same_v<A, bfloat16_t>;
+    static constexpr int L = bf16 ? 2 : 4;
+    using S = std::conditional_t<bf16, float, int32_t>;
     ImageParam a{type_of<A>(), 2, "tz_a"};
     ImageParam b{type_of<B>(), 3, "tz_b"};
     Func c{"tz_c"};
@@ -36,13 +41,13 @@ struct Int8Matmul {
     RDom r;
     int m, n, k;
 
-    Int8Matmul(int m, int n, int k) : r({{0, 4}, {0, k / 4}}, "tz_r"), m(m), n(n), k(k) {
-        c(j, i) = 0;
-        c(j, i) += cast<int32_t>(a(r.x + 4 * r.y, i)) * cast<int32_t>(b(r.x, j, r.y));
+    TileMatmul(int m, int n, int k) : r({{0, L}, {0, k / L}}, "tz_r"), m(m), n(n), k(k) {
+        c(j, i) = make_zero(type_of<S>());
+        c(j, i) += cast<S>(a(r.x + L * r.y, i)) * cast<S>(b(r.x, j, r.y));
     }
 
     // 16 x 16 tiles (or tm x tn), the whole reduction inside each, tile rows parallel.
-    Int8Matmul &schedule(int tm = 16, int tn = 16) {
+    TileMatmul &schedule(int tm = 16, int tn = 16) {
         c.bound(j, 0, n).bound(i, 0, m);
         c.update()
             .split(j, jo, ji, tn)
@@ -53,21 +58,29 @@ struct Int8Matmul {
         return *this;
     }
 
+    // Random inputs. bfloat16 ones are multiples of 1/32 in [-4, 4): with K <= 512 every sum
+    // is a multiple of 1/1024 below 2^13, exact in float32 in any order, so the matrix unit's
+    // results equal the reference evaluator's bit for bit.
     void set_inputs(uint32_t seed) {
         Buffer<A> ab({k, m}, "tz_a");
-        Buffer<B> bb({4, n, k / 4}, "tz_b");
+        Buffer<B> bb({L, n, k / L}, "tz_b");
         uint32_t s = seed;
         auto next = [&s] {
             s = s * 1664525u + 1013904223u;
-            return s >> 24;
+            uint32_t r = s >> 24;
+            if constexpr (bf16) {
+                return bfloat16_t((float(r) - 128) / 32);
+            } else {
+                return r;
+            }
         };
         for (int y = 0; y < m; y++) {
             for (int x = 0; x < k; x++)
                 ab(x, y) = A(next());
         }
-        for (int z = 0; z < k / 4; z++) {
+        for (int z = 0; z < k / L; z++) {
             for (int y = 0; y < n; y++) {
-                for (int x = 0; x < 4; x++)
+                for (int x = 0; x < L; x++)
                     bb(x, y, z) = B(next());
             }
         }
@@ -106,7 +119,7 @@ bool host_has_amx() {
 // tiles' shapes and strides (c's rows 48 int32 apart, a's rows K bytes apart, b's k4 rows 4 N
 // apart) over the 48 steps of whole tiles, and the nest's own loops over the last 2 steps.
 TEST(Tensorize, TheTileLoopsBecomeOneTileMatmul) {
-    Int8Matmul<uint8_t, int8_t> mm(32, 48, 200);
+    TileMatmul<uint8_t, int8_t> mm(32, 48, 200);
     mm.schedule();
     Pipeline p(mm.c);
     TileCalls t;
@@ -131,7 +144,7 @@ TEST(Tensorize, TheTileLoopsBecomeOneTileMatmul) {
 TEST(Tensorize, CompilesToAMXInstructions) {
     Target spr = Target::parse("sapphirerapids");
     {
-        Int8Matmul<uint8_t, int8_t> mm(32, 32, 256);
+        TileMatmul<uint8_t, int8_t> mm(32, 32, 256);
         std::string s = Pipeline(mm.schedule().c).compile_jit(spr).assembly();
         EXPECT_NE(s.find("ldtilecfg"), std::string::npos) << s;
         EXPECT_NE(s.find("tileloadd"), std::string::npos);
@@ -139,19 +152,42 @@ TEST(Tensorize, CompilesToAMXInstructions) {
         EXPECT_NE(s.find("tilestored"), std::string::npos);
     }
     {
-        Int8Matmul<int8_t, int8_t> mm(32, 32, 64);
+        TileMatmul<int8_t, int8_t> mm(32, 32, 64);
         EXPECT_NE(Pipeline(mm.schedule().c).compile_jit(spr).assembly().find("tdpbssd"),
                   std::string::npos);
     }
     {
-        Int8Matmul<uint8_t, uint8_t> mm(32, 32, 64);
+        TileMatmul<uint8_t, uint8_t> mm(32, 32, 64);
         EXPECT_NE(Pipeline(mm.schedule().c).compile_jit(spr).assembly().find("tdpbuud"),
                   std::string::npos);
     }
     {
-        Int8Matmul<int8_t, uint8_t> mm(32, 32, 64);
+        TileMatmul<int8_t, uint8_t> mm(32, 32, 64);
         EXPECT_NE(Pipeline(mm.schedule().c).compile_jit(spr).assembly().find("tdpbsud"),
                   std::string::npos);
+    }
+    {
+        // bfloat16: 2 k a lane pair, a tile row 32 values of k.
+        TileMatmul<bfloat16_t, bfloat16_t> mm(32, 32, 64);
+        std::string s = Pipeline(mm.schedule().c).compile_jit(spr).assembly();
+        EXPECT_NE(s.find("tdpbf16ps"), std::string::npos) << s;
+        EXPECT_NE(s.find("tilestored"), std::string::npos);
+    }
+}
+
+// Runs mm's tensorized schedule (blocks of tm x tn) on this machine and compares it with the
+// reference evaluator bit for bit.
+template <typename M>
+void expect_reference_result(M &mm, int tm, int tn, uint32_t seed) {
+    using S = typename M::S;
+    mm.set_inputs(seed);
+    Buffer<S> want = reference_realize(mm.c, {mm.n, mm.m});
+    mm.schedule(tm, tn);
+    Buffer<S> got({mm.n, mm.m}, "tz_c");
+    Pipeline(mm.c).realize({got});
+    for (int y = 0; y < mm.m; y++) {
+        for (int x = 0; x < mm.n; x++)
+            ASSERT_EQ(got(x, y), want(x, y)) << "at " << x << ", " << y << " seed " << seed;
     }
 }
 
@@ -163,37 +199,63 @@ TEST(Tensorize, MatchesTheReferenceOnAMX) {
         GTEST_SKIP() << "this CPU has no AMX (Target::host() lacks amx-tile or amx-int8): "
                      << Target::host().cpu << "; the code is checked by CompilesToAMXInstructions";
     }
-    auto check = [](auto &mm, int tm, int tn, uint32_t seed) {
-        mm.set_inputs(seed);
-        Buffer<int32_t> want = reference_realize(mm.c, {mm.n, mm.m});
-        mm.schedule(tm, tn);
-        Buffer<int32_t> got({mm.n, mm.m}, "tz_c");
-        Pipeline(mm.c).realize({got});
-        for (int y = 0; y < mm.m; y++) {
-            for (int x = 0; x < mm.n; x++)
-                ASSERT_EQ(got(x, y), want(x, y)) << "at " << x << ", " << y << " seed " << seed;
-        }
-    };
-    Int8Matmul<uint8_t, int8_t> full(64, 64, 512);
-    check(full, 16, 16, 1);
-    Int8Matmul<uint8_t, int8_t> rest(32, 48, 200);
-    check(rest, 16, 16, 2);
-    Int8Matmul<uint8_t, int8_t> narrow(36, 40, 96);
-    check(narrow, 12, 8, 3);
-    Int8Matmul<int8_t, int8_t> signed_a(32, 32, 128);
-    check(signed_a, 16, 16, 4);
+    TileMatmul<uint8_t, int8_t> full(64, 64, 512);
+    expect_reference_result(full, 16, 16, 1);
+    TileMatmul<uint8_t, int8_t> rest(32, 48, 200);
+    expect_reference_result(rest, 16, 16, 2);
+    TileMatmul<uint8_t, int8_t> narrow(36, 40, 96);
+    expect_reference_result(narrow, 12, 8, 3);
+    TileMatmul<int8_t, int8_t> signed_a(32, 32, 128);
+    expect_reference_result(signed_a, 16, 16, 4);
     // Blocks of 2 x 2 tiles: whole (32 x 32), and 24 x 20 (tiles of 16 and 8 rows, 16 and 4
     // columns) with a remainder of k.
-    Int8Matmul<uint8_t, int8_t> block(64, 64, 512);
-    check(block, 32, 32, 5);
-    Int8Matmul<uint8_t, int8_t> uneven(48, 40, 136);
-    check(uneven, 24, 20, 6);
+    TileMatmul<uint8_t, int8_t> block(64, 64, 512);
+    expect_reference_result(block, 32, 32, 5);
+    TileMatmul<uint8_t, int8_t> uneven(48, 40, 136);
+    expect_reference_result(uneven, 24, 20, 6);
+}
+
+// bfloat16 sums into float32 (tdpbf16ps) on this machine, bit for bit (the inputs make every
+// sum exact): whole tiles, a remainder of k steps, narrow tiles, blocks of 2 x 2 tiles.
+TEST(Tensorize, BFloat16MatchesTheReferenceOnAMX) {
+    if (!host_has_amx() || !Target::host().has_feature("amx-bf16")) {
+        GTEST_SKIP() << "this CPU has no AMX bfloat16 unit (Target::host() lacks amx-tile or "
+                        "amx-bf16): "
+                     << Target::host().cpu << "; the code is checked by CompilesToAMXInstructions";
+    }
+    TileMatmul<bfloat16_t, bfloat16_t> full(64, 64, 512);
+    expect_reference_result(full, 16, 16, 11);
+    TileMatmul<bfloat16_t, bfloat16_t> rest(32, 48, 100);
+    expect_reference_result(rest, 16, 16, 12);
+    TileMatmul<bfloat16_t, bfloat16_t> narrow(36, 40, 96);
+    expect_reference_result(narrow, 12, 8, 13);
+    TileMatmul<bfloat16_t, bfloat16_t> block(64, 64, 256);
+    expect_reference_result(block, 32, 32, 14);
+    // A b whose columns are not 2 elements apart (a view of every other pair of a wider
+    // buffer): the layout is checked when the pipeline runs.
+    {
+        TileMatmul<bfloat16_t, bfloat16_t> mm(16, 16, 32);
+        mm.schedule();
+        mm.set_inputs(1);
+        Buffer<bfloat16_t> wide({4, 16, 16}, "tz_b");
+        BufferBase view(BFloat(16), wide.raw_data(), {{0, 2, 1}, {0, 16, 4}, {0, 16, 64}}, "tz_b");
+        mm.b.set(view);
+        Buffer<float> out({16, 16}, "tz_c");
+        std::string e;
+        try {
+            Pipeline(mm.c).realize({out});
+        } catch (const std::exception &ex) {
+            e = ex.what();
+        }
+        EXPECT_NE(e.find("the columns of 'tz_b' must be 2 elements apart"), std::string::npos) << e;
+        EXPECT_NE(e.find("but they are 4 apart"), std::string::npos) << e;
+    }
 }
 
 TEST(Tensorize, MisusesSayWhatToChange) {
     // On the pure definition.
     {
-        Int8Matmul<uint8_t, int8_t> mm(32, 32, 64);
+        TileMatmul<uint8_t, int8_t> mm(32, 32, 64);
         std::string e = error_of([&] { Stage(mm.c.function(), 0).tensorize(mm.i); });
         EXPECT_NE(e.find("tensorize: 'tz_c' pure definition is not a reduction"), std::string::npos)
             << e;
@@ -201,7 +263,7 @@ TEST(Tensorize, MisusesSayWhatToChange) {
     }
     // Tiles larger than a tile register.
     {
-        Int8Matmul<uint8_t, int8_t> mm(128, 64, 64);
+        TileMatmul<uint8_t, int8_t> mm(128, 64, 64);
         mm.schedule(64, 16);
         std::string e = error_of([&] { Pipeline(mm.c).lower(); });
         EXPECT_NE(e.find("has extent 64 but a tensorized nest covers at most 2 x 2 tiles"),
@@ -210,7 +272,7 @@ TEST(Tensorize, MisusesSayWhatToChange) {
     }
     // The reduction inside the tile loop is missing (r.y outside it).
     {
-        Int8Matmul<uint8_t, int8_t> mm(32, 32, 64);
+        TileMatmul<uint8_t, int8_t> mm(32, 32, 64);
         mm.c.bound(mm.j, 0, 32).bound(mm.i, 0, 32);
         mm.c.update()
             .split(mm.j, mm.jo, mm.ji, 16)
@@ -222,7 +284,7 @@ TEST(Tensorize, MisusesSayWhatToChange) {
     }
     // A vectorized loop inside the nest.
     {
-        Int8Matmul<uint8_t, int8_t> mm(32, 32, 64);
+        TileMatmul<uint8_t, int8_t> mm(32, 32, 64);
         mm.c.bound(mm.j, 0, 32).bound(mm.i, 0, 32);
         mm.c.update()
             .split(mm.j, mm.jo, mm.ji, 16)
@@ -265,9 +327,27 @@ TEST(Tensorize, MisusesSayWhatToChange) {
         std::string e = error_of([&] { Pipeline(c).lower(); });
         EXPECT_NE(e.find("which is not c = c + i32(a) * i32(b)"), std::string::npos) << e;
     }
+    // bfloat16 products written in bfloat16: each product rounded to bfloat16, which the matrix
+    // unit does not do.
+    {
+        ImageParam a(BFloat(16), 2, "tz3_a"), b(BFloat(16), 3, "tz3_b");
+        Func c("tz3_c");
+        Var j("j"), i("i"), io("io"), ii("ii");
+        RDom r({{0, 2}, {0, 16}}, "tz3_r");
+        c(j, i) = 0.f;
+        c(j, i) += a(r.x + 2 * r.y, i) * b(r.x, j, r.y);
+        c.update().split(i, io, ii, 16).reorder({r.x, j, r.y, ii, io}).tensorize(ii);
+        c.bound(j, 0, 16).bound(i, 0, 16);
+        std::string e = error_of([&] { Pipeline(c).lower(); });
+        EXPECT_NE(e.find("nor c = c + f32(a) * f32(b) of a float32 c and bfloat16 a and b"),
+                  std::string::npos)
+            << e;
+        EXPECT_NE(e.find("a product of bfloat16 values is rounded to bfloat16"), std::string::npos)
+            << e;
+    }
     // A CPU without AMX.
     {
-        Int8Matmul<uint8_t, int8_t> mm(32, 32, 64);
+        TileMatmul<uint8_t, int8_t> mm(32, 32, 64);
         std::string e = error_of(
             [&] { Pipeline(mm.schedule().c).compile_jit(Target::parse("skylake-avx512")); });
         EXPECT_NE(e.find("has no AMX (amx-tile, amx-int8)"), std::string::npos) << e;
@@ -276,12 +356,12 @@ TEST(Tensorize, MisusesSayWhatToChange) {
 
 // The directive is recorded, printed as C++ and replayed from JSON.
 TEST(Tensorize, IsRecordedPrintedAndReplayed) {
-    Int8Matmul<uint8_t, int8_t> mm(32, 32, 64);
+    TileMatmul<uint8_t, int8_t> mm(32, 32, 64);
     mm.schedule();
     ScheduleTrace t = ScheduleTrace::capture({mm.c});
     EXPECT_NE(t.to_cpp().find("tz_c.update(0).tensorize(Var(\"ii\"));"), std::string::npos)
         << t.to_cpp();
-    Int8Matmul<uint8_t, int8_t> again(32, 32, 64);
+    TileMatmul<uint8_t, int8_t> again(32, 32, 64);
     ScheduleTrace::parse(t.to_json_string()).apply({again.c});
     TileCalls calls;
     calls.include(Pipeline(again.c).lower().body);
