@@ -109,15 +109,17 @@ void schedule_tile_matmul(const TileMatmul &kind, OperatorInstance &inst, Genera
         // not be linear in the block's columns).
         int64_t tn = column_block;
         // Panels of B's columns outermost: all rows of blocks pass over one panel (K x panel
-        // bytes, 512 KB at K = 2048) while it stays in L2, instead of streaming all of B per row
-        // of blocks. Where B fits in 1 MiB it stays in L2 anyway and the split only costs (1024^3
-        // on 2 threads: 0.44 ms whole, 0.48 in panels of 256; 2048^3: 5.8 whole, 4.6 in panels).
+        // elements, 512 KB of int8 at K = 2048) while it stays in L2, instead of streaming all of
+        // B per row of blocks. Where B fits in 1 MiB it stays in L2 anyway and the split only
+        // costs (u8s8 1024^3 on 2 threads: 0.44 ms whole, 0.48 in panels of 256; 2048^3: 5.8
+        // whole, 4.6 in panels; bf16 1024^3, B 2 MiB: 1.42 whole, 1.24-1.28 in panels).
         std::vector<int64_t> panels;
         for (int64_t p : {256, 128, 512, 64, 1024}) {
             if (p % tn == 0 && N % p == 0 && p < N) panels.push_back(p);
         }
         int64_t K = inst.shape[2];
-        panels.insert(K * N > (int64_t(1) << 20) ? panels.end() : panels.begin(), N); // whole
+        int64_t b_bytes = K * N * kind.b.bytes();
+        panels.insert(b_bytes > (int64_t(1) << 20) ? panels.end() : panels.begin(), N); // whole
         int64_t panel = ctx.knob("panel_cols", panels);
         // Constant extents: the tiles divide them, so the nest has no tail guards.
         C.bound(j, 0, int(N)).bound(i, 0, int(M));

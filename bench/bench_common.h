@@ -20,6 +20,8 @@
 //   matmul_u8s8 MxNxK  the same in integers: A uint8, B int8, C int32 (exact). B is given plain;
 //            each implementation packs it into its own layout once, untimed (constant weights).
 //            work: 2MNK integer operations
+//   matmul_bf16 MxNxK  the same in bfloat16 (A, B) summed in float32 (C); inputs in [-1, 1]
+//            rounded to bfloat16, B given plain and packed once, untimed.  work: 2MNK flops
 //   conv2d   NxCxHxWxK, batch N = 1 only (apps' C_in x C_out x H x W is C x K x H x W). NCHW:
 //            out[k][y][x] = sum_{c,ry,rx} w[k][c][ry][rx] * in[c][y+ry-1][x+rx-1], zero
 //            padding 1, stride 1, 3x3 kernel, OIHW weights.  work: 18 C K H W flops
@@ -85,6 +87,7 @@ inline const std::vector<WorkloadInfo> &workloads() {
     static const std::vector<WorkloadInfo> list = {
         {"matmul", {"M", "N", "K"}, {1024, 1024, 1024}, "GF/s", 1e-3},
         {"matmul_u8s8", {"M", "N", "K"}, {1024, 1024, 1024}, "GOP/s", 0.0},
+        {"matmul_bf16", {"M", "N", "K"}, {1024, 1024, 1024}, "GF/s", 1e-3},
         {"conv2d", {"N", "C", "H", "W", "K"}, {1, 64, 56, 56, 64}, "GF/s", 1e-3},
         {"blur", {"W", "H"}, {4096, 4096}, "GB/s", 1e-6},
         {"blur_u16", {"W", "H"}, {4096, 4096}, "GB/s", 0.0},
@@ -159,7 +162,8 @@ inline std::vector<int64_t> parse_shape(const std::string &impl, const WorkloadI
 
 /// Work per run: flops for GF/s workloads, bytes read plus written for GB/s ones.
 inline double work_of(const std::string &name, const std::vector<int64_t> &s) {
-    if (name == "matmul" || name == "matmul_u8s8") return 2.0 * s[0] * s[1] * s[2];
+    if (name == "matmul" || name == "matmul_u8s8" || name == "matmul_bf16")
+        return 2.0 * s[0] * s[1] * s[2];
     if (name == "conv2d") return 18.0 * s[0] * s[1] * s[2] * s[3] * s[4];
     if (name == "blur") return 4.0 * (double(s[0]) * s[1] + double(s[0] - 2) * (s[1] - 2));
     if (name == "blur_u16") return 2.0 * (double(s[0]) * s[1] + double(s[0] - 2) * (s[1] - 2));
@@ -397,6 +401,7 @@ struct Problem {
     Array<uint8_t> a8;                 // matmul_u8s8: A (M x K), B (K x N, plain row-major)
     Array<int8_t> b8;
     Array<int32_t> ref32, out32;
+    Array<uint16_t> abf, bbf; // matmul_bf16: A and B as bfloat16 bits (plain), C in out
     size_t out_count() const {
         return workload == "blur_u16"      ? out16.size()
                : workload == "matmul_u8s8" ? out32.size()
@@ -421,6 +426,27 @@ inline Problem make_problem(const std::string &workload, const std::vector<int64
         p.b8 = random_bytes<int8_t>(size_t(K) * N, 2);
         p.ref32 = reference_matmul_u8s8(p.a8.data(), p.b8.data(), M, N, K);
         p.out32 = Array<int32_t>(size_t(M) * N);
+    } else if (workload == "matmul_bf16") {
+        int M = int(s[0]), N = int(s[1]), K = int(s[2]);
+        Array<float> a = random_floats(size_t(M) * K, 1, -1, 1),
+                     b = random_floats(size_t(K) * N, 2, -1, 1);
+        p.abf = Array<uint16_t>(a.size());
+        p.bbf = Array<uint16_t>(b.size());
+        // Round to bfloat16 (nearest even); the reference multiplies the rounded values.
+        auto round = [](float f, uint16_t &bits) {
+            uint32_t u;
+            std::memcpy(&u, &f, 4);
+            bits = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+            u = uint32_t(bits) << 16;
+            std::memcpy(&f, &u, 4);
+            return f;
+        };
+        for (size_t i = 0; i < a.size(); i++)
+            a[i] = round(a[i], p.abf[i]);
+        for (size_t i = 0; i < b.size(); i++)
+            b[i] = round(b[i], p.bbf[i]);
+        p.ref = reference_matmul(a.data(), b.data(), M, N, K);
+        p.out = Array<float>(size_t(M) * N);
     } else if (workload == "conv2d") {
         int C = int(s[1]), H = int(s[2]), W = int(s[3]), K = int(s[4]);
         p.a = random_floats(size_t(C) * H * W, 1, -1, 1);

@@ -230,7 +230,8 @@ int main(int argc, char **argv) {
         rows = {{"matmul", "512x512x512"},         {"matmul", "1024x1024x1024"},
                 {"matmul", "2048x2048x2048"},      {"matmul", "1000x1000x1000"},
                 {"matmul", "4096x64x4096"},        {"matmul_u8s8", "1024x1024x1024"},
-                {"matmul_u8s8", "2048x2048x2048"}, {"conv2d", "1x64x56x56x64"},
+                {"matmul_u8s8", "2048x2048x2048"}, {"matmul_bf16", "1024x1024x1024"},
+                {"matmul_bf16", "2048x2048x2048"}, {"conv2d", "1x64x56x56x64"},
                 {"conv2d", "1x256x14x14x256"},     {"blur", "4096x4096"},
                 {"blur_u16", "4096x4096"},         {"softmax", "4096x4096"},
                 {"layernorm", "4096x4096"}};

@@ -13,6 +13,7 @@
 //           timed (the weights still reordered once, untimed, as constant weights would be).
 //   matmul_u8s8 the matmul primitive on u8 A, s8 B, s32 C (plain A and C; B reordered once,
 //           untimed, into the layout oneDNN picks: its AMX / VNNI path).
+//   matmul_bf16 the same on bf16 A and B, f32 C (its AMX bf16 path where the CPU has one).
 //   softmax softmax_forward over axis 1 (rows of W contiguous floats), plain layout.
 //   layernorm layer_normalization_forward (forward_inference, use_scale | use_shift: gamma and
 //           beta as two f32 vectors) over rows of W contiguous floats, plain layout; the mean and
@@ -38,8 +39,8 @@ int main(int argc, char **argv) {
     const bool nchw = true;
 #else
     const std::string impl = "onednn";
-    const std::vector<std::string> supported = {"matmul", "matmul_u8s8", "conv2d", "softmax",
-                                                "layernorm"};
+    const std::vector<std::string> supported = {"matmul", "matmul_u8s8", "matmul_bf16",
+                                                "conv2d", "softmax",     "layernorm"};
     const bool nchw = false;
 #endif
     Options o = parse_args(impl, argc, argv);
@@ -75,16 +76,22 @@ int main(int argc, char **argv) {
             strm.wait();
         };
         k.note = "impl " + std::string(pd.impl_info_str()) + ", plain row-major";
-    } else if (o.workload == "matmul_u8s8") {
+    } else if (o.workload == "matmul_u8s8" || o.workload == "matmul_bf16") {
         // The weights in the layout oneDNN chooses (format `any`: its blocked VNNI layout for
         // AMX or AVX-512 VNNI), reordered once from the plain K x N matrix, untimed.
+        const bool bf16 = o.workload == "matmul_bf16";
         const dnnl::memory::dim M = s[0], N = s[1], K = s[2];
-        dnnl::memory::desc a_md({M, K}, dt::u8, tag::ab), b_plain({K, N}, dt::s8, tag::ab),
-            b_any({K, N}, dt::s8, tag::any), c_md({M, N}, dt::s32, tag::ab);
+        const dt a_type = bf16 ? dt::bf16 : dt::u8, b_type = bf16 ? dt::bf16 : dt::s8,
+                 c_type = bf16 ? dt::f32 : dt::s32;
+        dnnl::memory::desc a_md({M, K}, a_type, tag::ab), b_plain({K, N}, b_type, tag::ab),
+            b_any({K, N}, b_type, tag::any), c_md({M, N}, c_type, tag::ab);
         dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_any, c_md), eng);
         auto prim = std::make_shared<dnnl::matmul>(pd);
-        dnnl::memory A(a_md, eng, p.a8.data()), C(c_md, eng, p.out32.data());
-        dnnl::memory B_plain(b_plain, eng, p.b8.data()), B(pd.weights_desc(), eng);
+        void *a = bf16 ? static_cast<void *>(p.abf.data()) : p.a8.data();
+        void *b = bf16 ? static_cast<void *>(p.bbf.data()) : p.b8.data();
+        void *c = bf16 ? static_cast<void *>(p.out.data()) : p.out32.data();
+        dnnl::memory A(a_md, eng, a), C(c_md, eng, c);
+        dnnl::memory B_plain(b_plain, eng, b), B(pd.weights_desc(), eng);
         dnnl::reorder(B_plain, B).execute(strm, B_plain, B);
         strm.wait();
         k.run = [=, &strm]() mutable {

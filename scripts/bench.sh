@@ -4,8 +4,8 @@
 #
 #   bash scripts/bench.sh                 # the full set (takes a while; the machine must be quiet)
 #   bash scripts/bench.sh --quick         # small shapes, one round: a smoke run in about a minute
-#   bash scripts/bench.sh --only matmul   # one workload (matmul, matmul_u8s8, conv2d, blur, blur_u16,
-#                                         # softmax, layernorm)
+#   bash scripts/bench.sh --only matmul   # one workload (matmul, matmul_u8s8, matmul_bf16,
+#                                         # conv2d, blur, blur_u16, softmax, layernorm)
 #   bash scripts/bench.sh --gpu-pocl      # GPU schedules on OpenCL (PoCL, this CPU) beside the
 #                                         # CPU schedules: a sanity figure, not a GPU measurement
 #   bash scripts/bench.sh --gpu           # CUDA schedules beside cuBLAS, cuDNN and the copy
