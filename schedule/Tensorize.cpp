@@ -151,16 +151,13 @@ public:
                        "bfloat16 into float32 (write f32(a(...)) * f32(b(...)): a product of "
                        "bfloat16 values is rounded to bfloat16)");
         }
-        if (m->a->name == m->c->name || m->b->name == m->c->name) {
-            user_error("tensorize: loop '", root->name, "' reads '", m->c->name,
-                       "', the buffer it writes, as a factor");
-        }
         // The product's order is the simplifier's: a is the factor the tile's columns (the loop
         // moving c by 1) leave in place. If the other order is the one that fits, take it; if
         // neither does, report against the first.
-        MatmulStore first = *m, second{m->c, m->b, m->a};
         LinearIndex c = linearize(index, m->c->name);
         LinearIndex x = linearize(m->a->index, m->a->name);
+        LinearIndex y = linearize(m->b->index, m->b->name);
+        Operands first{*m, c, x, y}, second{{m->c, m->b, m->a}, c, y, x};
         for (size_t i = 0; i < loops.size(); i++) {
             if (loops[i].extent > 1 && is_const(c.coefficients[i], 1) &&
                 !is_const_zero(x.coefficients[i])) {
@@ -169,10 +166,10 @@ public:
             }
         }
         try {
-            return classify(first, index);
+            return classify(first);
         } catch (const CompileError &) {
             try {
-                return classify(second, index);
+                return classify(second);
             } catch (const CompileError &) {
                 // The first order's message names the roles as the user most likely meant them.
             }
@@ -242,11 +239,16 @@ private:
         return r;
     }
 
-    Stmt classify(const MatmulStore &m, const Expr &c_index) const {
+    // A matmul store in one order of its factors, with its indices' linear forms.
+    struct Operands {
+        MatmulStore m;
+        LinearIndex c, a, b;
+    };
+
+    Stmt classify(const Operands &o) const {
+        const MatmulStore &m = o.m;
+        const LinearIndex &c = o.c, &a = o.a, &b = o.b;
         const int64_t k_lanes = m.k_lanes();
-        LinearIndex c = linearize(c_index, m.c->name);
-        LinearIndex a = linearize(m.a->index, m.a->name);
-        LinearIndex b = linearize(m.b->index, m.b->name);
         std::optional<size_t> row, col, lane, k4;
         auto take = [&](std::optional<size_t> &slot, size_t i, const char *what) {
             if (slot) {
