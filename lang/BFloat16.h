@@ -28,7 +28,7 @@ inline float float_of_bfloat16_bits(uint16_t b) {
 
 /// One bfloat16 element, for Buffer<bfloat16_t> and Param<bfloat16_t>. Converting from float
 /// rounds to nearest even; converting to float is exact.
-struct bfloat16_t {
+struct bfloat16_t { // NOLINT(readability-identifier-naming): named like Halide's and <cstdint>'s
     uint16_t bits = 0;
 
     bfloat16_t() = default;
