@@ -8,6 +8,7 @@
 #include "apps/Operator.h"
 #include "codegen/AOT.h"
 #include "lang/Error.h"
+#include "tests/ErrorOf.h"
 
 namespace kiln::apps {
 namespace {
@@ -248,15 +249,7 @@ TEST(Operators, MatmulTakesItsInputsInDeclarationOrder) {
               "int matmul(kiln_buffer_t *A, kiln_buffer_t *B, kiln_buffer_t *C)");
 }
 
-template <typename F>
-std::string error_of(F &&f) {
-    try {
-        f();
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using kiln::test::error_of;
 
 TEST(OperatorErrors, UnknownOperatorListsTheKnownOnes) {
     EXPECT_EQ(error_of([] { find_operator("matmull"); }),

@@ -14,6 +14,7 @@
 #include "kiln.h"
 #include "lang/IREquality.h"
 #include "lang/IRVisitor.h"
+#include "tests/ErrorOf.h"
 
 namespace kiln {
 namespace {
@@ -63,14 +64,7 @@ bool contains(const std::vector<std::string> &v, const std::string &s) {
     return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-std::string error_of(const std::function<void()> &fn) {
-    try {
-        fn();
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 struct Rows {
     ImageParam in{Float(32), 2, "pf_in"};

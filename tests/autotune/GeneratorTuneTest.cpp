@@ -29,6 +29,7 @@
 #include "lang/ReferenceEvaluator.h"
 #include "runtime/kiln_runtime.h"
 #include "schedule/ScheduleTrace.h"
+#include "tests/ErrorOf.h"
 #include "tuning_db/TuningDB.h"
 
 using namespace kiln;
@@ -38,14 +39,7 @@ namespace {
 
 using autotune_test::TempDir;
 
-std::string error_of(const std::function<void()> &fn) {
-    try {
-        fn();
-    } catch (const std::exception &e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using kiln::test::error_of;
 
 struct Ran {
     int status = -1;
@@ -153,33 +147,33 @@ TEST(GeneratorOperator, ParametersSetScalarParamsAndGeneratorParameters) {
 }
 
 TEST(GeneratorOperator, BadInputsSayWhatIsWrong) {
-    EXPECT_EQ(error_of([] {
+    EXPECT_EQ(error_of<std::exception>([] {
                   generator_operator({"nope", {}});
               })
                   .rfind("no generator called 'nope' in "
                          "this program (it registers: ",
                          0),
               0u);
-    EXPECT_EQ(error_of([] {
+    EXPECT_EQ(error_of<std::exception>([] {
                   generator_operator({"brighten", {{"gian", "2"}}}).make({8, 8});
               }),
               "generator 'brighten' has no parameter 'gian': it reads no such parameter and has no "
               "Param of that name (its Params: gain); check the spelling of --param");
-    EXPECT_EQ(error_of([] {
+    EXPECT_EQ(error_of<std::exception>([] {
                   generator_operator({"brighten", {{"gain", "x2"}}}).make({8, 8});
               }),
               "generator 'brighten': param 'gain' of float32 must be a number, got 'x2'");
-    EXPECT_EQ(error_of([] {
+    EXPECT_EQ(error_of<std::exception>([] {
                   generator_operator({"tiled_blur", {}}).make({64, 48, 3});
               }),
               "shape '64x48x3' for generator 'tiled_blur' has 3 values, but its output 'blur_y' "
               "has 2 dimensions (x, y); give 2 extents, e.g. --shape 256x256");
-    EXPECT_EQ(error_of([] {
+    EXPECT_EQ(error_of<std::exception>([] {
                   generator_operator({"throws", {}});
               }),
               "generator 'throws' failed while building its algorithm: no coefficients for this "
               "shape");
-    EXPECT_EQ(error_of([] {
+    EXPECT_EQ(error_of<std::exception>([] {
                   generator_operator({"tiled_blur", {{"tile", "12"}}});
               }),
               "generator 'tiled_blur' failed while building its algorithm: knob 'tile' cannot be "
@@ -187,16 +181,16 @@ TEST(GeneratorOperator, BadInputsSayWhatIsWrong) {
 }
 
 TEST(GeneratorOperator, OutputsAndScalarParamsThatCannotBeTunedAreNamed) {
-    EXPECT_EQ(error_of([] {
+    EXPECT_EQ(error_of<std::exception>([] {
                   generator_operator({"two_outputs", {}});
               }),
               "generator 'two_outputs' returns 2 output Func(s); the tuner tunes generators with "
               "one single-valued output");
     const apps::Operator &op = generator_operator({"needs_offset", {}});
-    EXPECT_EQ(error_of([&] { op.make({8}); }),
+    EXPECT_EQ(error_of<std::exception>([&] { op.make({8}); }),
               "generator 'needs_offset': param 'offset' has no value; give one with --param "
               "offset=VALUE (or a default: Param<T>(\"offset\", value))");
-    EXPECT_EQ(error_of([] {
+    EXPECT_EQ(error_of<std::exception>([] {
                   generator_operator({"needs_offset", {{"offset", "1.5"}}}).make({8});
               }),
               "generator 'needs_offset': param 'offset' of int32 must be an integer, got '1.5'");
@@ -238,18 +232,18 @@ TEST(GeneratorOperator, ADeclaredShapeIsTunedAndItsEstimatesSizeTheBuffers) {
     s->apply(tuned, s->from_json({{"tile_j", 8}, {"order", "jki"}}));
     EXPECT_LE(apps::max_relative_error(tuned.realize(), want), 1e-5);
 
-    EXPECT_EQ(error_of([&] {
+    EXPECT_EQ(error_of<std::exception>([&] {
                   op.make({8, 16});
               }),
               "shape '8x16' for generator 'sgemm' has 2 values, but the generator's shape is 3 "
               "(M, N, K); give 3 values, e.g. --shape 64x64x64");
-    EXPECT_EQ(error_of([] {
+    EXPECT_EQ(error_of<std::exception>([] {
                   generator_operator({"shape_without_estimates", {}}).make({16});
               }),
               "generator 'shape_without_estimates' declares its shape (N) but its output 'ramp' "
               "has no estimate for 'x', so the tuner does not know the region to compute; give "
               "one per dimension: ramp.set_estimates({{0, extent_of_x}})");
-    EXPECT_EQ(error_of([] {
+    EXPECT_EQ(error_of<std::exception>([] {
                   generator_operator({"shape_without_estimates", {{"from", "2"}}}).make({16});
               }),
               "generator 'shape_without_estimates': the estimate of 'x' in output 'ramp' starts at "
@@ -286,27 +280,31 @@ TEST(GeneratorContext, ShapesAndKnobDeclarationsAreChecked) {
     GeneratorContext ctx(Target::host(), {{"size", "64x32"}, {"bad", "64xx"}});
     EXPECT_EQ(ctx.get_shape("size", {}), (std::vector<int64_t>{64, 32}));
     EXPECT_EQ(ctx.get_shape("other", {8}), (std::vector<int64_t>{8}));
-    EXPECT_EQ(error_of([&] { ctx.get_shape("bad", {}); }),
+    EXPECT_EQ(error_of<std::exception>([&] { ctx.get_shape("bad", {}); }),
               "generator parameter 'bad' '64xx': '' is not a positive integer below 2^31; write "
               "extents like 4096x4096");
     EXPECT_EQ(ctx.knob("t", {4, 8}), 4);
-    EXPECT_EQ(error_of([&] {
+    EXPECT_EQ(error_of<std::exception>([&] {
                   ctx.knob("t", {4, 16});
               }),
               "knob 't' is declared twice with different values");
-    EXPECT_EQ(error_of([&] { ctx.knob("u", {}); }), "knob 'u' has no values; list at least one");
-    EXPECT_EQ(error_of([&] { ctx.knob("w", {2, 4, 2}); }), "knob 'w' lists the value 2 twice");
-    EXPECT_EQ(error_of([&] { ctx.constraint("t > 4", false); }),
+    EXPECT_EQ(error_of<std::exception>([&] { ctx.knob("u", {}); }),
+              "knob 'u' has no values; list at least one");
+    EXPECT_EQ(error_of<std::exception>([&] {
+                  ctx.knob("w", {2, 4, 2});
+              }),
+              "knob 'w' lists the value 2 twice");
+    EXPECT_EQ(error_of<std::exception>([&] { ctx.constraint("t > 4", false); }),
               "generator constraint 't > 4' does not hold for t=4");
     EXPECT_EQ(ctx.knob_range("r", 1, 7, 3), 1);
     EXPECT_EQ(ctx.knobs().back().integers, (std::vector<int64_t>{1, 4, 7}));
-    EXPECT_EQ(error_of([&] { ctx.knob_range("s", 5, 1); }),
+    EXPECT_EQ(error_of<std::exception>([&] { ctx.knob_range("s", 5, 1); }),
               "knob 's': range 5..1 step 1 must have lo <= hi, a positive step and at most 100000 "
               "values");
     EXPECT_EQ(ctx.knob_choice("c", {"a", "b"}), "a");
     ctx.set_knob_values({{"v", "8"}});
     EXPECT_EQ(ctx.knob("v", {4, 8}), 8);
-    EXPECT_EQ(error_of([&] { ctx.set_tolerance(-1); }),
+    EXPECT_EQ(error_of<std::exception>([&] { ctx.set_tolerance(-1); }),
               "set_tolerance: -1 must be a finite number >= 0");
 }
 
@@ -315,30 +313,31 @@ TEST(GeneratorContext, ADeclaredShapeComesFromTheTunerTheParametersOrTheDefaults
     EXPECT_EQ(built.shape({"M", "N", "K"}, {64, 64, 64}), (std::vector<int64_t>{64, 64, 256}));
     EXPECT_TRUE(built.unused().empty());
     EXPECT_EQ(built.shape_names(), (std::vector<std::string>{"M", "N", "K"}));
-    EXPECT_EQ(error_of([&] { built.shape({"M"}, {1}); }),
+    EXPECT_EQ(error_of<std::exception>([&] { built.shape({"M"}, {1}); }),
               "shape: the generator declares its shape twice");
     GeneratorContext tuned(Target::host(), {});
     tuned.set_tuning_shape({8, 16, 24});
     EXPECT_EQ(tuned.shape({"M", "N", "K"}, {64, 64, 64}), (std::vector<int64_t>{8, 16, 24}));
     GeneratorContext wrong(Target::host(), {});
     wrong.set_tuning_shape({8, 16});
-    EXPECT_EQ(error_of([&] {
+    EXPECT_EQ(error_of<std::exception>([&] {
                   wrong.shape({"M", "N", "K"}, {64, 64, 64});
               }),
               "the shape being tuned has 2 values, but the generator's shape is 3 (M, N, K)");
     GeneratorContext bad(Target::host(), {{"N", "0"}});
-    EXPECT_EQ(error_of([&] { bad.shape({"N"}, {8}); }),
+    EXPECT_EQ(error_of<std::exception>([&] { bad.shape({"N"}, {8}); }),
               "shape: parameter 'N' is 0; give a value in 1..2^31-1");
-    EXPECT_EQ(error_of([&] {
+    EXPECT_EQ(error_of<std::exception>([&] {
                   GeneratorContext(Target::host(), {}).shape({"M", "N"}, {1});
               }),
               "shape: give one name per default value (2 names, 1 defaults)");
-    EXPECT_EQ(error_of([&] {
+    EXPECT_EQ(error_of<std::exception>([&] {
                   GeneratorContext(Target::host(), {}).shape({"M", "M"}, {1, 2});
               }),
               "shape: the name 'M' is listed twice");
-    EXPECT_EQ(error_of([&] { GeneratorContext(Target::host(), {}).shape({"M"}, {0}); }),
-              "shape: the default of 'M' is 0; give a value in 1..2^31-1");
+    EXPECT_EQ(
+        error_of<std::exception>([&] { GeneratorContext(Target::host(), {}).shape({"M"}, {0}); }),
+        "shape: the default of 'M' is 0; give a value in 1..2^31-1");
 }
 
 // --- the checker --------------------------------------------------------------------------------

@@ -19,21 +19,18 @@
 #include "lang/Param.h"
 #include "lang/ReferenceEvaluator.h"
 #include "lang/Var.h"
+#include "tests/ErrorOf.h"
 
 namespace kiln {
 namespace {
 
 /// The CompileError message of f, checked for the house shape (lowercase, no final period).
+/// ("(no error)" passes both checks.)
 std::string error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const CompileError &e) {
-        std::string m = e.what();
-        EXPECT_FALSE(m.empty() || std::isupper(static_cast<unsigned char>(m[0]))) << m;
-        EXPECT_FALSE(!m.empty() && m.back() == '.') << m;
-        return m;
-    }
-    return "(no error)";
+    std::string m = test::error_of(f);
+    EXPECT_FALSE(m.empty() || std::isupper(static_cast<unsigned char>(m[0]))) << m;
+    EXPECT_FALSE(!m.empty() && m.back() == '.') << m;
+    return m;
 }
 
 /// f, read by g and by h; k reads only g.

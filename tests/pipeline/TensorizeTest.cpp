@@ -13,18 +13,12 @@
 #include "kiln.h"
 #include "lang/IRVisitor.h"
 #include "lang/ReferenceEvaluator.h"
+#include "tests/ErrorOf.h"
 
 namespace kiln {
 namespace {
 
-std::string error_of(const std::function<void()> &fn) {
-    try {
-        fn();
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 // c(j, i) = sum over k of a(k, i) * b(k % L, j, k / L): a is M x K row-major (x-first: a(k, i)
 // is A[i][k]), b is B (K x N) with L consecutive k of each column together (the k lanes: 4 of 8

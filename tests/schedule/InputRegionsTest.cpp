@@ -9,18 +9,12 @@
 #include "lang/Func.h"
 #include "lang/IROperator.h"
 #include "lang/Param.h"
+#include "tests/ErrorOf.h"
 
 namespace kiln {
 namespace {
 
-std::string error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const std::exception &e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 TEST(InputRegions, AStencilReadsAMarginAroundTheOutputRegion) {
     ImageParam in(Float(32), 2, "in");
@@ -84,25 +78,25 @@ TEST(InputRegions, BadEstimatesNameTheFuncOrImageAndTheValue) {
     Func out("out");
     Var x("x"), y("y"), z("z");
     out(x, y) = in(x, y);
-    EXPECT_EQ(error_of([&] { out.set_estimate(z, 0, 8); }),
+    EXPECT_EQ(error_of<std::exception>([&] { out.set_estimate(z, 0, 8); }),
               "set_estimate: 'z' is not a dimension of 'out'; its dimensions are x, y");
-    EXPECT_EQ(error_of([&] { out.set_estimate(x, 0, 0); }),
+    EXPECT_EQ(error_of<std::exception>([&] { out.set_estimate(x, 0, 0); }),
               "set_estimate: the estimate of 'x' in 'out' is min 0 extent 0; give an extent of at "
               "least 1 and a region inside 32-bit coordinates");
-    EXPECT_EQ(error_of([&] {
+    EXPECT_EQ(error_of<std::exception>([&] {
                   out.set_estimates({{0, 8}});
               }),
               "set_estimates: 'out' has 2 dimensions, but 1 estimates were given; give one {min, "
               "extent} per dimension");
     out.set_estimates({{0, 8}, {0, 4}});
     EXPECT_EQ(out.estimates()[1], std::make_pair(int64_t(0), int64_t(4)));
-    EXPECT_EQ(error_of([&] { in.set_estimate(2, 0, 8); }),
+    EXPECT_EQ(error_of<std::exception>([&] { in.set_estimate(2, 0, 8); }),
               "set_estimate: ImageParam 'in' has 2 dimensions, so there is no dimension 2; give "
               "0..1");
-    EXPECT_EQ(error_of([&] { in.set_estimate(0, 0, -3); }),
+    EXPECT_EQ(error_of<std::exception>([&] { in.set_estimate(0, 0, -3); }),
               "set_estimate: the estimate of dimension 0 of ImageParam 'in' is min 0 extent -3; "
               "give an extent of at least 1 and a region inside 32-bit coordinates");
-    EXPECT_EQ(error_of([&] {
+    EXPECT_EQ(error_of<std::exception>([&] {
                   in.set_estimates({{0, 8}, {0, 8}, {0, 8}});
               }),
               "set_estimates: ImageParam 'in' has 2 dimensions, but 3 estimates were given; give "
@@ -116,7 +110,7 @@ TEST(InputRegions, ReadsThatDependOnDataOrUnsetParamsAreErrors) {
     Var x("x");
     gather(x) = in(index(x));
     EXPECT_EQ(
-        error_of([&] { input_regions({gather}, {8}); })
+        error_of<std::exception>([&] { input_regions({gather}, {8}); })
             .rfind("cannot size input 'in' in dimension 0: the pipeline reads it at coordinates "
                    "that depend on data",
                    0),
@@ -124,7 +118,7 @@ TEST(InputRegions, ReadsThatDependOnDataOrUnsetParamsAreErrors) {
     Param<int> shift("shift");
     Func shifted("shifted");
     shifted(x) = in(x + shift);
-    EXPECT_EQ(error_of([&] { input_regions({shifted}, {8}); }),
+    EXPECT_EQ(error_of<std::exception>([&] { input_regions({shifted}, {8}); }),
               "param 'shift' has no value; give it one (Param<T>(name, value) or set())");
 }
 

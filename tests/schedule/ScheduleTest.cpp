@@ -10,18 +10,12 @@
 #include "lang/Error.h"
 #include "lang/Func.h"
 #include "lang/IROperator.h"
+#include "tests/ErrorOf.h"
 
 namespace kiln {
 namespace {
 
-std::string error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 struct Loop {
     std::string name;

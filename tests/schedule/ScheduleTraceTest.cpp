@@ -9,6 +9,7 @@
 #include "lang/IROperator.h"
 #include "lang/Param.h"
 #include "schedule/Lower.h"
+#include "tests/ErrorOf.h"
 
 namespace kiln {
 namespace {
@@ -77,14 +78,7 @@ Volume make_volume() {
     return v;
 }
 
-std::string error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 Directive directive(const std::string &func, int stage, const std::string &primitive,
                     std::vector<std::string> vars, std::vector<bool> is_rvar,

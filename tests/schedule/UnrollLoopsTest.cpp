@@ -3,25 +3,18 @@
 #include <gtest/gtest.h>
 
 #include "lang/IROperator.h"
+#include "tests/ErrorOf.h"
 #include "tests/schedule/StmtInterpreter.h"
 
 namespace kiln {
 namespace {
 
+using test::error_of;
 using test::int_value;
 using test::int_var;
 
 Expr load_in(const Expr &index) {
     return Load::make(Int(32), "in", index);
-}
-
-std::string error_of(const Stmt &s) {
-    try {
-        unroll_loops(s);
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "(no error)";
 }
 
 TEST(UnrollLoops, ReplacesALoopOfFourByFourCopiesWithTheVariableSubstituted) {
@@ -98,15 +91,17 @@ TEST(UnrollLoops, AnEmptyLoopBecomesANoOp) {
 TEST(UnrollLoops, NonConstantExtentIsAnErrorThatSaysHowToFixIt) {
     Expr x = int_var("f.s0.x.xi");
     Stmt s = For::make("f.s0.x.xi", 0, int_var("n"), ForType::Unrolled, Store::make("f", x, x));
-    EXPECT_EQ(error_of(s), "unroll: loop 'f.s0.x.xi' has extent n, which is not a constant; split "
-                           "it by a constant factor first and unroll the inner loop");
+    EXPECT_EQ(error_of([&] { unroll_loops(s); }),
+              "unroll: loop 'f.s0.x.xi' has extent n, which is not a constant; split "
+              "it by a constant factor first and unroll the inner loop");
 }
 
 TEST(UnrollLoops, ExtentOverTheLimitIsAnErrorThatNamesTheLimit) {
     Expr x = int_var("x");
     Stmt s = For::make("x", 0, 300, ForType::Unrolled, Store::make("f", x, x));
-    EXPECT_EQ(error_of(s), "unroll: loop 'x' has extent 300, more than the limit of 256; split it "
-                           "by a constant factor of at most 256 first and unroll the inner loop");
+    EXPECT_EQ(error_of([&] { unroll_loops(s); }),
+              "unroll: loop 'x' has extent 300, more than the limit of 256; split it "
+              "by a constant factor of at most 256 first and unroll the inner loop");
 }
 
 } // namespace

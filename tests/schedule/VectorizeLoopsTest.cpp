@@ -5,12 +5,14 @@
 #include "lang/IREquality.h"
 #include "lang/IROperator.h"
 #include "lang/IRVisitor.h"
+#include "tests/ErrorOf.h"
 #include "tests/lang/RandomExpr.h"
 #include "tests/schedule/StmtInterpreter.h"
 
 namespace kiln {
 namespace {
 
+using test::error_of;
 using test::int_value;
 using test::int_var;
 
@@ -30,15 +32,6 @@ Expr ramp(Expr base, Expr stride, int lanes = 8) {
 
 Expr bcast(Expr v, int lanes = 8) {
     return Broadcast::make(std::move(v), lanes);
-}
-
-std::string error_of(const Stmt &s) {
-    try {
-        vectorize_loops(s);
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "(no error)";
 }
 
 // What the statement contains, for checks on the shape of the result.
@@ -337,15 +330,17 @@ TEST(VectorizeLoops, AssertDependingOnTheVariableStaysSerial) {
 TEST(VectorizeLoops, NonConstantExtentIsAnErrorThatSaysHowToFixIt) {
     Stmt s = For::make("f.s0.x.xi", 0, int_var("n"), ForType::Vectorized,
                        Store::make("f", 0, int_var("f.s0.x.xi")));
-    EXPECT_EQ(error_of(s), "vectorize: loop 'f.s0.x.xi' has extent n, which is not a constant; "
-                           "split it by a constant factor first and vectorize the inner loop");
+    EXPECT_EQ(error_of([&] { vectorize_loops(s); }),
+              "vectorize: loop 'f.s0.x.xi' has extent n, which is not a constant; "
+              "split it by a constant factor first and vectorize the inner loop");
 }
 
 TEST(VectorizeLoops, ExtentOutsideTheSupportedWidthsIsAnError) {
     Stmt s = For::make("x", 0, 100, ForType::Vectorized, Store::make("f", 0, x));
-    EXPECT_EQ(error_of(s), "vectorize: loop 'x' has extent 100, outside the supported vector "
-                           "widths 2 to 64; split it by a factor in that range and vectorize the "
-                           "inner loop");
+    EXPECT_EQ(error_of([&] { vectorize_loops(s); }),
+              "vectorize: loop 'x' has extent 100, outside the supported vector "
+              "widths 2 to 64; split it by a factor in that range and vectorize the "
+              "inner loop");
 }
 
 TEST(VectorizeLoops, ExtentBoundByALetOutsideIsSeenThrough) {

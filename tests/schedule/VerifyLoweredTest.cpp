@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "lang/IROperator.h"
+#include "tests/ErrorOf.h"
 
 namespace kiln {
 namespace {
@@ -30,13 +31,9 @@ Stmt copy_loop(const std::string &var, ForType type = ForType::Serial) {
                      Store::make("out", Load::make(Int(32), "in", x), x));
 }
 
+/// The InternalError message of verify_lowered(f), or "(no error)".
 std::string error_of(const LoweredFunc &f) {
-    try {
-        verify_lowered(f);
-    } catch (const InternalError &e) {
-        return e.what();
-    }
-    return "(no error)";
+    return test::error_of<InternalError>([&] { verify_lowered(f); });
 }
 
 TEST(VerifyLowered, AcceptsAWellFormedFunction) {

@@ -13,18 +13,12 @@
 #include "lang/Param.h"
 #include "schedule/Lower.h"
 #include "schedule/ScheduleTrace.h"
+#include "tests/ErrorOf.h"
 
 namespace kiln {
 namespace {
 
-std::string error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 // C = A * B as an update over k, with a Func of its own (scaled) that reads B too.
 struct MatMul {

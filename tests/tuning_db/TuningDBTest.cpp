@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "lang/Error.h"
+#include "tests/ErrorOf.h"
 #include "tests/tuning_db/TestDb.h"
 
 namespace kiln::tuning_db {
@@ -43,16 +44,7 @@ int64_t raw_count(const std::string &path, const std::string &sql) {
     return n;
 }
 
-/// The message of the RuntimeError that f raises ("" when it raises nothing).
-template <typename F>
-std::string error_of(F &&f) {
-    try {
-        f();
-    } catch (const RuntimeError &e) {
-        return e.what();
-    }
-    return "";
-}
+using kiln::test::error_of;
 
 #define EXPECT_CONTAINS(text, part)                                                                \
     EXPECT_NE(std::string(text).find(part), std::string::npos)                                     \
@@ -91,7 +83,7 @@ TEST(TuningDB, RefusesANewerSchemaVersionNamingFileAndVersions) {
     std::string path = dir.file("kiln.db");
     { Database db = Database::open(path); }
     raw_sql(path, "UPDATE schema_version SET version = 99");
-    std::string msg = error_of([&] { Database::open(path); });
+    std::string msg = error_of<RuntimeError>([&] { Database::open(path); });
     EXPECT_CONTAINS(msg, "tuning database '" + path + "'");
     EXPECT_CONTAINS(msg, "schema version 99 is newer than version " +
                              std::to_string(Database::schema_version) +
@@ -195,7 +187,7 @@ TEST(TuningDB, AVersion2DatabaseIsReadAsItIsAndMigratedWithItsRunOwners) {
 TEST(TuningDB, OpenExistingNamesAMissingFileAndSuggestsTune) {
     ScratchDir dir;
     std::string path = dir.file("nothing.db");
-    std::string msg = error_of([&] { Database::open_existing(path); });
+    std::string msg = error_of<RuntimeError>([&] { Database::open_existing(path); });
     EXPECT_EQ(msg, "tuning database '" + path +
                        "' does not exist; run `kiln tune OP` to create it, or pass --db FILE to "
                        "name an existing one");
@@ -221,7 +213,7 @@ TEST(TuningDB, OpenExistingNeverChangesTheFile) {
     std::string foreign = dir.file("other.db");
     raw_sql(foreign, "CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('mine');");
     std::string before = bytes_of(foreign);
-    EXPECT_CONTAINS(error_of([&] { Database::open_existing(foreign); }),
+    EXPECT_CONTAINS(error_of<RuntimeError>([&] { Database::open_existing(foreign); }),
                     "is an SQLite database but not a kiln tuning database");
     EXPECT_EQ(bytes_of(foreign), before);
     EXPECT_FALSE(has_side_files(foreign));
@@ -229,7 +221,7 @@ TEST(TuningDB, OpenExistingNeverChangesTheFile) {
     // A 0-byte file: refused, no schema written into it.
     std::string empty = dir.file("empty.db");
     std::ofstream(empty).close();
-    EXPECT_EQ(error_of([&] { Database::open_existing(empty); }),
+    EXPECT_EQ(error_of<RuntimeError>([&] { Database::open_existing(empty); }),
               "tuning database '" + empty +
                   "' is an empty file, not a kiln tuning database (read commands never write to "
                   "it); run `kiln tune OP --db " +
@@ -242,7 +234,7 @@ TEST(TuningDB, OpenExistingNeverChangesTheFile) {
     raw_sql(old, "CREATE TABLE schema_version (version INTEGER NOT NULL); "
                  "INSERT INTO schema_version VALUES (1);");
     before = bytes_of(old);
-    EXPECT_CONTAINS(error_of([&] { Database::open_existing(old); }),
+    EXPECT_CONTAINS(error_of<RuntimeError>([&] { Database::open_existing(old); }),
                     "schema version 1 is older than version 2");
     EXPECT_EQ(bytes_of(old), before);
     EXPECT_FALSE(has_side_files(old));
@@ -268,7 +260,7 @@ TEST(TuningDB, RefusesAFileThatIsNotSQLite) {
     ScratchDir dir;
     std::string path = dir.file("notes.txt");
     std::ofstream(path) << "these are not the droids you are looking for, and not SQLite either\n";
-    std::string msg = error_of([&] { Database::open(path); });
+    std::string msg = error_of<RuntimeError>([&] { Database::open(path); });
     EXPECT_CONTAINS(msg, "tuning database '" + path + "' is not an SQLite database");
     EXPECT_CONTAINS(msg, "pass another --db file");
 }
@@ -277,7 +269,7 @@ TEST(TuningDB, RefusesAnSQLiteDatabaseOfAnotherProgram) {
     ScratchDir dir;
     std::string path = dir.file("other.db");
     raw_sql(path, "CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT)");
-    std::string msg = error_of([&] { Database::open(path); });
+    std::string msg = error_of<RuntimeError>([&] { Database::open(path); });
     EXPECT_EQ(msg, "tuning database '" + path +
                        "': the file is an SQLite database but not a kiln tuning database (it has "
                        "tables but no schema_version table); pass another --db file");
@@ -672,43 +664,49 @@ TEST(TuningDB, UserErrorsNameTheProblem) {
     int64_t c = test_config(db, 1);
     std::string prefix = "tuning database '" + path + "': ";
 
-    EXPECT_EQ(error_of([&] { db.record_measurement(ok_measurement(0, 99, t, c, 1)); }),
-              prefix + "record_measurement: no workload with id 99; get ids from workload_id()");
-    EXPECT_EQ(error_of([&] { db.record_measurement(ok_measurement(0, w, 98, c, 1)); }),
-              prefix + "record_measurement: no target with id 98; get ids from target_id()");
-    EXPECT_EQ(error_of([&] { db.record_measurement(ok_measurement(0, w, t, 97, 1)); }),
-              prefix + "record_measurement: no config with id 97; get ids from config_id()");
-    EXPECT_EQ(error_of([&] { db.record_measurement(ok_measurement(96, w, t, c, 1)); }),
-              prefix + "record_measurement: no tuning run with id 96; get ids from create_run(), "
-                       "or pass 0");
+    EXPECT_EQ(
+        error_of<RuntimeError>([&] { db.record_measurement(ok_measurement(0, 99, t, c, 1)); }),
+        prefix + "record_measurement: no workload with id 99; get ids from workload_id()");
+    EXPECT_EQ(
+        error_of<RuntimeError>([&] { db.record_measurement(ok_measurement(0, w, 98, c, 1)); }),
+        prefix + "record_measurement: no target with id 98; get ids from target_id()");
+    EXPECT_EQ(
+        error_of<RuntimeError>([&] { db.record_measurement(ok_measurement(0, w, t, 97, 1)); }),
+        prefix + "record_measurement: no config with id 97; get ids from config_id()");
+    EXPECT_EQ(
+        error_of<RuntimeError>([&] { db.record_measurement(ok_measurement(96, w, t, c, 1)); }),
+        prefix + "record_measurement: no tuning run with id 96; get ids from create_run(), "
+                 "or pass 0");
     int64_t run = db.create_run(w2, t, "random", 0, 0, 0, "{}");
-    EXPECT_EQ(error_of([&] { db.record_measurement(ok_measurement(run, w, t, c, 1)); }),
-              prefix + "record_measurement: tuning run " + std::to_string(run) +
-                  " is for workload " + std::to_string(w2) + " on target " + std::to_string(t) +
-                  ", not workload " + std::to_string(w) + " on target " + std::to_string(t));
-    EXPECT_EQ(error_of([&] { db.record_measurement(ok_measurement(0, w, t, c, NAN)); }),
-              prefix + "record_measurement: median_ms is nan; record a failed candidate with its "
-                       "status and zero times");
-    EXPECT_EQ(error_of([&] { db.config_id("cfg1", "{\"tile\":2}", "{}"); }),
+    EXPECT_EQ(
+        error_of<RuntimeError>([&] { db.record_measurement(ok_measurement(run, w, t, c, 1)); }),
+        prefix + "record_measurement: tuning run " + std::to_string(run) + " is for workload " +
+            std::to_string(w2) + " on target " + std::to_string(t) + ", not workload " +
+            std::to_string(w) + " on target " + std::to_string(t));
+    EXPECT_EQ(
+        error_of<RuntimeError>([&] { db.record_measurement(ok_measurement(0, w, t, c, NAN)); }),
+        prefix + "record_measurement: median_ms is nan; record a failed candidate with its "
+                 "status and zero times");
+    EXPECT_EQ(error_of<RuntimeError>([&] { db.config_id("cfg1", "{\"tile\":2}", "{}"); }),
               prefix + "config hash 'cfg1' is already stored with a different config or trace "
                        "(stored config {\"tile\":1}, new config {\"tile\":2}); the hash must "
                        "cover both the knob values and the trace");
-    EXPECT_EQ(error_of([&] { db.config_id("", "{}", "{}"); }),
+    EXPECT_EQ(error_of<RuntimeError>([&] { db.config_id("", "{}", "{}"); }),
               prefix + "a config needs a hash (config_hash is empty)");
-    EXPECT_EQ(error_of([&] {
+    EXPECT_EQ(error_of<RuntimeError>([&] {
                   db.workload_id({"", "0x1", "1", "float32"});
               }),
               prefix + "a workload needs an operator name (WorkloadKey::op is empty)");
-    EXPECT_EQ(error_of([&] { db.update_run_state(555, "{}", 1, 1); }),
+    EXPECT_EQ(error_of<RuntimeError>([&] { db.update_run_state(555, "{}", 1, 1); }),
               prefix + "update_run_state: no tuning run with id 555");
-    EXPECT_EQ(error_of([&] { db.finish_run(555); }),
+    EXPECT_EQ(error_of<RuntimeError>([&] { db.finish_run(555); }),
               prefix + "finish_run: no tuning run with id 555");
-    EXPECT_EQ(error_of([&] { db.create_run(w, 77, "random", 0, 0, 0, "{}"); }),
+    EXPECT_EQ(error_of<RuntimeError>([&] { db.create_run(w, 77, "random", 0, 0, 0, "{}"); }),
               prefix + "create_run: no target with id 77");
-    EXPECT_EQ(error_of([&] { db.create_run(w, t, "", 0, 0, 0, "{}"); }),
+    EXPECT_EQ(error_of<RuntimeError>([&] { db.create_run(w, t, "", 0, 0, 0, "{}"); }),
               prefix + "create_run: the strategy name is empty");
-    EXPECT_EQ(error_of([&] { db.config(1234); }), prefix + "no config with id 1234");
-    EXPECT_EQ(error_of([&] { status_from_string("slow"); }),
+    EXPECT_EQ(error_of<RuntimeError>([&] { db.config(1234); }), prefix + "no config with id 1234");
+    EXPECT_EQ(error_of<RuntimeError>([&] { status_from_string("slow"); }),
               "unknown measurement status 'slow'; expected one of ok, compile_error, "
               "runtime_error, crash, timeout, wrong_answer");
     EXPECT_EQ(db.statistics().measurements, 0); // nothing was recorded by the failed calls
@@ -820,7 +818,9 @@ TEST(TuningDB, ImportOfAMalformedDocumentNamesTheFieldAndAddsNothing) {
     std::string path = dir.file("b.db");
     Database b = Database::open(path);
     std::string prefix = "cannot import into tuning database '" + path + "': ";
-    auto import_error = [&](nlohmann::json doc) { return error_of([&] { b.import_json(doc); }); };
+    auto import_error = [&](nlohmann::json doc) {
+        return error_of<RuntimeError>([&] { b.import_json(doc); });
+    };
 
     EXPECT_EQ(import_error(nlohmann::json::array()),
               prefix + "the document: expected a JSON object from `kiln db export`");
@@ -869,7 +869,9 @@ TEST(TuningDB, ImportRefusesImpossibleValuesNamingRecordFieldAndValue) {
     std::string path = dir.file("b.db");
     Database b = Database::open(path);
     std::string prefix = "cannot import into tuning database '" + path + "': ";
-    auto import_error = [&](nlohmann::json doc) { return error_of([&] { b.import_json(doc); }); };
+    auto import_error = [&](nlohmann::json doc) {
+        return error_of<RuntimeError>([&] { b.import_json(doc); });
+    };
     // measurements[0] is ok with times {2.02, 2, 1.98} and median 2; [1] a runtime_error.
     ASSERT_EQ(good["measurements"][0]["status"], "ok");
     ASSERT_EQ(good["measurements"][1]["status"], "runtime_error");
@@ -1043,7 +1045,7 @@ TEST(TuningDB, WriteOpensRefuseAnotherProgramsFileBeforeChangingIt) {
     std::string foreign = dir.file("other.db");
     raw_sql(foreign, "CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('mine');");
     std::string before = bytes_of(foreign);
-    EXPECT_CONTAINS(error_of([&] { Database::open(foreign); }),
+    EXPECT_CONTAINS(error_of<RuntimeError>([&] { Database::open(foreign); }),
                     "is an SQLite database but not a kiln tuning database");
     EXPECT_EQ(bytes_of(foreign), before); // not switched to WAL, no schema written
     EXPECT_FALSE(has_side_files(foreign));
@@ -1052,7 +1054,7 @@ TEST(TuningDB, WriteOpensRefuseAnotherProgramsFileBeforeChangingIt) {
     std::string marked = dir.file("marked.db");
     raw_sql(marked, "PRAGMA user_version = 7;");
     before = bytes_of(marked);
-    EXPECT_EQ(error_of([&] { Database::open(marked); }),
+    EXPECT_EQ(error_of<RuntimeError>([&] { Database::open(marked); }),
               "tuning database '" + marked +
                   "': the file is an SQLite database of another program (no kiln tables, but a "
                   "schema, a user_version or an application_id of its own); pass another --db "
@@ -1063,7 +1065,8 @@ TEST(TuningDB, WriteOpensRefuseAnotherProgramsFileBeforeChangingIt) {
     std::string text = dir.file("notes.txt");
     std::ofstream(text) << "not a database, and long enough to be read as a header............\n";
     before = bytes_of(text);
-    EXPECT_CONTAINS(error_of([&] { Database::open(text); }), "is not an SQLite database");
+    EXPECT_CONTAINS(error_of<RuntimeError>([&] { Database::open(text); }),
+                    "is not an SQLite database");
     EXPECT_EQ(bytes_of(text), before);
 
     // An empty file holds nothing to lose: a write open makes it a kiln database.
@@ -1106,11 +1109,11 @@ TEST(TuningDB, FeatureRowsPairAConfigsFeaturesWithItsMedian) {
     ASSERT_EQ(db.feature_rows(t, "v0").size(), 1u);
     EXPECT_TRUE(db.feature_rows(t + 1, "v1").empty());
 
-    EXPECT_EQ(error_of([&] { db.record_features(w1 + 100, t, a, "v1", {1.0f}); }),
+    EXPECT_EQ(error_of<RuntimeError>([&] { db.record_features(w1 + 100, t, a, "v1", {1.0f}); }),
               "tuning database '" + db.path() + "': record_features: no workload " +
                   std::to_string(w1 + 100) + ", target " + std::to_string(t) + " or config " +
                   std::to_string(a) + " (get ids from workload_id(), target_id(), config_id())");
-    EXPECT_EQ(error_of([&] {
+    EXPECT_EQ(error_of<RuntimeError>([&] {
                   db.record_features(w1, t, a, "v1", {1.0f, NAN});
               }),
               "tuning database '" + db.path() + "': record_features: a feature of config " +
@@ -1148,7 +1151,7 @@ TEST(TuningDB, CostModelsGiveTheLatestModelOfEachTarget) {
     EXPECT_EQ(all[1].file, "other.json");
     ASSERT_EQ(db.cost_models(t2).size(), 1u);
     m.target_id = t2 + 10;
-    EXPECT_EQ(error_of([&] { db.record_cost_model(m); }),
+    EXPECT_EQ(error_of<RuntimeError>([&] { db.record_cost_model(m); }),
               "tuning database '" + db.path() + "': record_cost_model: no target with id " +
                   std::to_string(t2 + 10));
 }
@@ -1186,12 +1189,12 @@ TEST(TuningDB, FeaturesTravelWithAnExportAndImportOnce) {
                         {"config", "cfg1"},
                         {"version", "v1"},
                         {"vector", {1.0, "x"}}}};
-    EXPECT_EQ(error_of([&] { b.import_json(doc); }),
+    EXPECT_EQ(error_of<RuntimeError>([&] { b.import_json(doc); }),
               "cannot import into tuning database '" + b.path() +
                   "': features[0]: field 'vector' must hold finite numbers");
     doc["features"][0]["vector"] = {1.0};
     doc["features"][0]["config"] = "cfg9";
-    EXPECT_EQ(error_of([&] { b.import_json(doc); }),
+    EXPECT_EQ(error_of<RuntimeError>([&] { b.import_json(doc); }),
               "cannot import into tuning database '" + b.path() +
                   "': features[0]: config 'cfg9' is not in the document's configs");
 }
