@@ -44,7 +44,8 @@ TEST_P(OperatorSchedules, DefaultScheduleMatchesTheReference) {
 // matmul_u8s8 (tensorized where the CPU has AMX): blocks of 32 x 16 and a k remainder (50 steps
 // of 4: three tile multiplies and a narrower one), blocks of 18 rows (a tile of 16 and one of 2),
 // and fewer rows than a tile. matmul_bf16 the same in bfloat16 summed in float32 (2 k a lane
-// pair: 100 k steps of 2 are six tile multiplies and a remainder of 4 steps).
+// pair: 100 k steps of 2 are six tile multiplies and a remainder of 4 steps). K = 2048 (int8)
+// and 1024 (bfloat16): a block's rows of A exceed 32 KB, so K comes in chunks of 256 steps.
 // conv2d 20x64x6x14: input channels in blocks with a tail, two or more blocks of output channels
 // (tasks of blocks), 14-pixel rows (two tiles of 7). 1 and 2 rows: every row skips kernel rows
 // in the padding (RDom::where), one row both of them. conv2d_packed (its weights in the packed
@@ -55,7 +56,8 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"matmul", {5, 3, 7}}, Case{"matmul_u8s8", {64, 48, 200}},
                     Case{"matmul_u8s8", {36, 32, 96}}, Case{"matmul_u8s8", {5, 16, 8}},
                     Case{"matmul_bf16", {64, 48, 200}}, Case{"matmul_bf16", {36, 32, 96}},
-                    Case{"matmul_bf16", {5, 16, 6}}, Case{"conv2d", {4, 32, 8, 16}},
+                    Case{"matmul_bf16", {5, 16, 6}}, Case{"matmul_u8s8", {32, 32, 2048}},
+                    Case{"matmul_bf16", {32, 32, 1024}}, Case{"conv2d", {4, 32, 8, 16}},
                     Case{"conv2d", {3, 19, 7, 11}}, Case{"conv2d", {20, 64, 6, 14}},
                     Case{"conv2d", {5, 16, 1, 9}}, Case{"conv2d", {3, 8, 2, 5}},
                     Case{"conv2d_packed", {20, 64, 6, 14}}, Case{"conv2d_packed", {3, 19, 7, 11}},
