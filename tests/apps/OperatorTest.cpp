@@ -8,7 +8,7 @@
 #include "apps/Operator.h"
 #include "codegen/AOT.h"
 #include "lang/Error.h"
-#include "tests/ErrorOf.h"
+#include "tests/lang/ErrorOf.h"
 
 namespace kiln::apps {
 namespace {

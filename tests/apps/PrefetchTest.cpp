@@ -14,7 +14,7 @@
 #include "kiln.h"
 #include "lang/IREquality.h"
 #include "lang/IRVisitor.h"
-#include "tests/ErrorOf.h"
+#include "tests/lang/ErrorOf.h"
 
 namespace kiln {
 namespace {

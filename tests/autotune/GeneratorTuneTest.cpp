@@ -29,7 +29,7 @@
 #include "lang/ReferenceEvaluator.h"
 #include "runtime/kiln_runtime.h"
 #include "schedule/ScheduleTrace.h"
-#include "tests/ErrorOf.h"
+#include "tests/lang/ErrorOf.h"
 #include "tuning_db/TuningDB.h"
 
 using namespace kiln;

@@ -19,7 +19,7 @@
 #include "lang/Param.h"
 #include "lang/ReferenceEvaluator.h"
 #include "lang/Var.h"
-#include "tests/ErrorOf.h"
+#include "tests/lang/ErrorOf.h"
 
 namespace kiln {
 namespace {

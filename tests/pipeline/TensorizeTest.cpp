@@ -13,7 +13,7 @@
 #include "kiln.h"
 #include "lang/IRVisitor.h"
 #include "lang/ReferenceEvaluator.h"
-#include "tests/ErrorOf.h"
+#include "tests/lang/ErrorOf.h"
 
 namespace kiln {
 namespace {

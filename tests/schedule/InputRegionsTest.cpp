@@ -9,7 +9,7 @@
 #include "lang/Func.h"
 #include "lang/IROperator.h"
 #include "lang/Param.h"
-#include "tests/ErrorOf.h"
+#include "tests/lang/ErrorOf.h"
 
 namespace kiln {
 namespace {

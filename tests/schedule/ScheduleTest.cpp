@@ -10,7 +10,7 @@
 #include "lang/Error.h"
 #include "lang/Func.h"
 #include "lang/IROperator.h"
-#include "tests/ErrorOf.h"
+#include "tests/lang/ErrorOf.h"
 
 namespace kiln {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "lang/IROperator.h"
-#include "tests/ErrorOf.h"
+#include "tests/lang/ErrorOf.h"
 #include "tests/schedule/StmtInterpreter.h"
 
 namespace kiln {

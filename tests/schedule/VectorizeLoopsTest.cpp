@@ -5,7 +5,7 @@
 #include "lang/IREquality.h"
 #include "lang/IROperator.h"
 #include "lang/IRVisitor.h"
-#include "tests/ErrorOf.h"
+#include "tests/lang/ErrorOf.h"
 #include "tests/lang/RandomExpr.h"
 #include "tests/schedule/StmtInterpreter.h"
 

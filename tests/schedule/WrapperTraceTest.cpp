@@ -13,7 +13,7 @@
 #include "lang/Param.h"
 #include "schedule/Lower.h"
 #include "schedule/ScheduleTrace.h"
-#include "tests/ErrorOf.h"
+#include "tests/lang/ErrorOf.h"
 
 namespace kiln {
 namespace {

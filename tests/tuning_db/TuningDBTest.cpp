@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "lang/Error.h"
-#include "tests/ErrorOf.h"
+#include "tests/lang/ErrorOf.h"
 #include "tests/tuning_db/TestDb.h"
 
 namespace kiln::tuning_db {

@@ -1,4 +1,5 @@
-// error_of: the message of the error a piece of test code raises, shared by the test modules.
+// error_of: the message of the error a piece of test code raises, shared by the test modules
+// (each may include this header: docs/ARCHITECTURE.md, module table).
 #pragma once
 
 #include <string>
