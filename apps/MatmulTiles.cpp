@@ -135,7 +135,8 @@ void schedule_tile_matmul(const TileMatmul &kind, OperatorInstance &inst, Genera
         for (int64_t c : {256, 128, 512}) {
             if (k_steps % c == 0 && c < k_steps) chunks.push_back(c);
         }
-        bool a_in_l1 = tm * K * kind.a.bytes() <= 32 * 1024;
+        const int64_t l1_budget = int64_t(32) << 10;
+        bool a_in_l1 = tm * K * kind.a.bytes() <= l1_budget;
         chunks.insert(a_in_l1 ? chunks.begin() : chunks.end(), k_steps); // whole
         int64_t chunk = ctx.knob("k_chunk", chunks);
         // Constant extents: the tiles divide them, so the nest has no tail guards.
