@@ -25,20 +25,17 @@ namespace {
 
 constexpr int column_block = 16; // a tile's 16 columns of 4-byte sums
 
-// What one of the operators multiplies: its element types, the range of its random inputs and
-// the matrix unit's feature.
+// What one of the operators multiplies: its element types and the range of its random inputs.
 struct TileMatmul {
     const char *name;
     Type a, b, c;
     double a_lo, a_hi, b_lo, b_hi;
-    const char *feature; // the target feature of the tile multiply
     /// The values of k in 4 bytes of an input.
     int k_lanes() const { return 4 / a.bytes(); }
 };
 
-const TileMatmul u8s8 = {"matmul_u8s8", UInt(8), Int(8), Int(32), 0, 255, -128, 127, "amx-int8"};
-const TileMatmul bf16 = {"matmul_bf16", BFloat(16), BFloat(16), Float(32), -1, 1, -1, 1,
-                         "amx-bf16"};
+const TileMatmul u8s8 = {"matmul_u8s8", UInt(8), Int(8), Int(32), 0, 255, -128, 127};
+const TileMatmul bf16 = {"matmul_bf16", BFloat(16), BFloat(16), Float(32), -1, 1, -1, 1};
 
 OperatorInstance make_tile_matmul(const TileMatmul &kind, const std::vector<int64_t> &shape) {
     const int L = kind.k_lanes();
@@ -102,7 +99,7 @@ void schedule_tile_matmul(const TileMatmul &kind, OperatorInstance &inst, Genera
     }
     int lanes = std::max(1, target.vector_bits / 32);
     C.vectorize(j, int(std::min<int64_t>(lanes, N))).parallel(i);
-    bool amx = target.has_feature("amx-tile") && target.has_feature(kind.feature);
+    bool amx = target.has_matrix_unit(kind.a);
     if (ctx.knob("tensorize", amx ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0}) != 0) {
         int64_t tm = ctx.knob("tile_rows", dividing_tiles(M));
         // A block of c is one tile wide: the 16 columns of one block of B (wider, j % 16 would

@@ -917,8 +917,8 @@ private:
         const Load *c = tile_load_of(op->args[0]), *a = tile_load_of(op->args[2]),
                    *b = tile_load_of(op->args[4]);
         bool bf16 = a->type.is_bfloat();
-        const char *unit = bf16 ? "amx-bf16" : "amx-int8";
-        if (!x86 || !target.has_feature("amx-tile") || !target.has_feature(unit)) {
+        const char *unit = Target::matrix_unit_feature(a->type);
+        if (!target.has_matrix_unit(a->type)) {
             user_error("tensorize: the target (cpu '", target.cpu, "') has no AMX (amx-tile, ",
                        unit,
                        "); compile for a CPU that has it "

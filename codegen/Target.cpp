@@ -9,6 +9,7 @@
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include "codegen/LLVMModuleImpl.h"
 #include "lang/Error.h"
@@ -72,6 +73,15 @@ Target Target::host() {
         t.features += (t.features.empty() ? "" : ",") + f;
     t.vector_bits = vector_bits_for(t);
     return t;
+}
+
+const char *Target::matrix_unit_feature(Type input) {
+    return input.is_bfloat() ? "amx-bf16" : "amx-int8";
+}
+
+bool Target::has_matrix_unit(Type input) const {
+    return llvm::Triple(triple).isX86() && has_feature("amx-tile") &&
+           has_feature(matrix_unit_feature(input));
 }
 
 bool Target::has_feature(const std::string &name) const {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "lang/Type.h"
+
 namespace kiln {
 
 /// The GPU API that kernels (loops bound to gpu_blocks/gpu_threads) are compiled for.
@@ -49,6 +51,14 @@ struct Target {
 
     /// Whether features enables the named feature, e.g. has_feature("avx512f").
     bool has_feature(const std::string &name) const;
+
+    /// The feature a matrix-unit tile multiply (Stage::tensorize) of inputs of this type needs
+    /// besides amx-tile: "amx-bf16" for bfloat16, "amx-int8" for 8-bit integers.
+    static const char *matrix_unit_feature(Type input);
+    /// Whether this is an x86 target whose matrix unit (AMX: amx-tile and matrix_unit_feature)
+    /// multiplies tiles of this input type: what the code generator requires of a tensorized
+    /// nest, and what the automatic search space asks before it offers tensorize.
+    bool has_matrix_unit(Type input) const;
 
     /// The stable text form:
     /// "triple=...;cpu=...;features=...;vector_bits=512;fast_math=0", then ";gpu=cuda" or

@@ -11,6 +11,7 @@
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
 #include "lang/IRToolbox.h"
+#include "lang/IRVisitor.h"
 #include "lang/Simplify.h"
 
 namespace kiln {
@@ -386,6 +387,24 @@ private:
 
 Stmt tensorize_loops(const Stmt &s) {
     return Tensorize().mutate(s);
+}
+
+std::optional<Type> tile_matmul_input(const Stmt &s) {
+    class Find : public IRVisitor {
+    public:
+        std::optional<Type> input;
+
+    protected:
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (!input && op->name == intrinsic::tile_matmul && op->args.size() > 2) {
+                if (const auto *a = op->args[2].as<Load>()) input = a->type;
+            }
+            IRVisitor::visit(op);
+        }
+    } find;
+    find.include(s);
+    return find.input;
 }
 
 } // namespace kiln

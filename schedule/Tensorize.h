@@ -23,11 +23,16 @@
 // the matrix unit treats denormal inputs and results as zero.
 #pragma once
 
+#include <optional>
+
 #include "lang/IR.h"
 
 namespace kiln {
 
 /// Replaces each Tensorized loop nest by a tile_matmul intrinsic.
 Stmt tensorize_loops(const Stmt &s);
+
+/// The input type of the first tile_matmul in s (a tensorized nest's a operand), if any.
+std::optional<Type> tile_matmul_input(const Stmt &s);
 
 } // namespace kiln
