@@ -47,10 +47,12 @@ const nlohmann::json &ConfigView::value(const std::string &knob) const {
 }
 
 bool ConfigView::has(const std::string &knob) const {
-    for (const Knob &k : space.knobs()) {
-        if (k.name == knob) return true;
-    }
-    return false;
+    return space.has_knob(knob);
+}
+
+bool SearchSpace::has_knob(const std::string &name) const {
+    return std::any_of(knob_list.begin(), knob_list.end(),
+                       [&](const Knob &k) { return k.name == name; });
 }
 
 int64_t ConfigView::i(const std::string &knob) const {
@@ -187,6 +189,41 @@ void SearchSpace::add_constraint_with_reason(Reason reason) {
     constraints.push_back(std::move(reason));
 }
 
+int SearchSpace::value_index(int k, const nlohmann::json &value) const {
+    const Knob &knob = knob_list[size_t(k)];
+    auto it = std::find(knob.values.begin(), knob.values.end(), value);
+    if (it == knob.values.end())
+        throw CompileError("space '" + space_name + "': knob '" + knob.name + "' has no value " +
+                           value.dump() + "; its values are " + list_values(knob));
+    return int(it - knob.values.begin());
+}
+
+void SearchSpace::add_implication(const std::string &when, const nlohmann::json &is,
+                                  const std::string &then, const nlohmann::json &value) {
+    const int w = knob_index(when), t = knob_index(then);
+    const Implication imp{w, value_index(w, is), t, value_index(t, value)};
+    implications.push_back(imp);
+    auto text = [](const nlohmann::json &v) {
+        return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    const std::string needs = then + " " + text(value);
+    const std::string description = is == nlohmann::json(true) ? when + " needs " + needs
+                                    : is == nlohmann::json(false)
+                                        ? then + " is " + text(value) + " without " + when
+                                        : when + " " + text(is) + " needs " + needs;
+    constraints.emplace_back([imp, description](const ConfigView &c) {
+        const std::vector<int> &index = c.config.index;
+        return index.at(size_t(imp.when)) == imp.is && index.at(size_t(imp.then)) != imp.value
+                   ? description
+                   : std::string();
+    });
+}
+
+void SearchSpace::imply(Config &c) const {
+    for (const Implication &imp : implications)
+        if (c.index[size_t(imp.when)] == imp.is) c.index[size_t(imp.then)] = imp.value;
+}
+
 void SearchSpace::add_coupling(const std::string &a, const std::string &b) {
     const int ia = knob_index(a), ib = knob_index(b);
     for (int i : {ia, ib}) {
@@ -256,6 +293,7 @@ Config SearchSpace::random(std::mt19937_64 &rng) const {
     Config c;
     for (size_t k = 0; k < knob_list.size(); k++)
         c.index.push_back(draw(k, rng));
+    imply(c);
     return c;
 }
 
@@ -288,7 +326,9 @@ int SearchSpace::violations(const Config &c) const {
 }
 
 std::optional<Config> SearchSpace::repair(const Config &c, std::mt19937_64 &rng, int steps) const {
+    if (valid(c)) return c;
     Config current = c;
+    imply(current);
     int broken = violations(current);
     const int n = int(knob_list.size());
     for (int step = 0; broken > 0 && n > 0 && step < steps; step++) {
@@ -297,6 +337,7 @@ std::optional<Config> SearchSpace::repair(const Config &c, std::mt19937_64 &rng,
         if (count < 2) continue;
         Config next = current;
         next.index[size_t(k)] = draw(size_t(k), rng, current.index[size_t(k)]);
+        imply(next);
         const int b = violations(next);
         if (b <= broken) {
             current = std::move(next);

@@ -65,6 +65,7 @@ public:
     bool has(const std::string &knob) const;
 
 private:
+    friend class SearchSpace; // reads the indices (implications)
     const nlohmann::json &value(const std::string &knob) const;
     const SearchSpace &space;
     const Config &config;
@@ -81,6 +82,8 @@ public:
     const std::vector<Knob> &knobs() const { return knob_list; }
     /// The knob's position; raises CompileError naming the space and its knobs when unknown.
     int knob_index(const std::string &name) const;
+    /// Whether the space has a knob of this name.
+    bool has_knob(const std::string &name) const;
 
     // Building the space. Each raises CompileError for an empty value list or a second knob of
     // the same name.
@@ -101,6 +104,17 @@ public:
     /// reason, which violated() returns (a generator's own ctx.constraint message).
     using Reason = std::function<std::string(const ConfigView &)>;
     void add_constraint_with_reason(Reason reason);
+    /// An implication: where knob `when` has value `is`, knob `then` has value `value`. A
+    /// constraint (valid() checks it, violated() names it: "`when` needs `then` `value`" for
+    /// `is` true, "`then` is `value` without `when`" for false, "`when` `is` needs ..."
+    /// otherwise) that draws keep by construction: random() and repair() set `then` wherever
+    /// `when` has `is`. A knob that picks a structure (the generated space's tensorize) so holds
+    /// the knobs it leaves without meaning at one value, so that no two configs are one schedule,
+    /// without a repair walk having to move each of them (a walk would rather turn the structure
+    /// off, which clears all of them in one move). Raises CompileError for an unknown knob or a
+    /// value not in the knob's list.
+    void add_implication(const std::string &when, const nlohmann::json &is, const std::string &then,
+                         const nlohmann::json &value);
     /// Couples two integer knobs for mutation: a step of either to its next or previous value is,
     /// half of the time, matched by a step of the other in the same direction. A register tile's
     /// vector width and its width are coupled, so that a wider vector over a wider tile (the
@@ -120,7 +134,8 @@ public:
 
     /// Number of configs, constraints ignored (saturates at INT64_MAX).
     int64_t size() const;
-    /// A random point, each knob drawn by its weights (uniformly without), constraints ignored.
+    /// A random point, each knob drawn by its weights (uniformly without), then the implications
+    /// applied; other constraints ignored.
     Config random(std::mt19937_64 &rng) const;
     /// The i-th config in mixed-radix order (the last knob varies fastest), i < size().
     Config at(int64_t i) const;
@@ -159,11 +174,19 @@ private:
     void add_knob(Knob k);
     /// A value of knob k drawn by its weights; `except` (an index, or -1) is never drawn.
     int draw(size_t k, std::mt19937_64 &rng, int except = -1) const;
+    /// Sets each implication's `then` where its `when` holds (in the order they were added).
+    void imply(Config &c) const;
+    /// The index of `value` in knob k's list; raises CompileError naming the knob otherwise.
+    int value_index(int k, const nlohmann::json &value) const;
 
     std::string space_name, salt;
     std::vector<Knob> knob_list;
     std::vector<Reason> constraints;
     std::vector<std::pair<int, int>> couplings;
+    struct Implication {
+        int when, is, then, value; ///< knob and value indices
+    };
+    std::vector<Implication> implications;
     Apply apply_fn;
 };
 

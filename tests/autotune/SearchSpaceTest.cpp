@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/autotune/PlainMatmul.h"
+#include "tests/lang/ErrorOf.h"
 
 #include <algorithm>
 #include <cmath>
@@ -26,6 +27,7 @@
 
 using namespace kiln;
 using namespace kiln::autotune;
+using ::testing::HasSubstr;
 
 namespace {
 
@@ -323,6 +325,46 @@ TEST(SearchSpace, RepairWalksAnInvalidConfigToAValidOneNearIt) {
     SearchSpace none = small_space();
     none.add_constraint("never", [](const ConfigView &) { return false; });
     EXPECT_FALSE(none.repair(none.random(rng), rng).has_value());
+}
+
+// An implication holds a knob at one value where another knob has a given value: draws and
+// repaired configs keep it by construction, a config that breaks it is invalid and named.
+TEST(SearchSpace, ImplicationsHoldAKnobWhereAnotherHasAValue) {
+    SearchSpace s = small_space();
+    s.add_implication("parallel", true, "where", "root");
+    s.add_implication("parallel", false, "unroll", 1);
+    s.add_implication("where", "inline", "vector", 4);
+    std::mt19937_64 rng(3);
+    for (int i = 0; i < 300; i++) {
+        const nlohmann::json j = s.to_json(s.random(rng));
+        const bool parallel = j["parallel"].get<bool>();
+        EXPECT_TRUE(!parallel || j["where"] == "root") << j.dump();
+        EXPECT_TRUE(parallel || j["unroll"] == 1) << j.dump();
+        EXPECT_TRUE(j["where"] != "inline" || j["vector"] == 4) << j.dump();
+    }
+    nlohmann::json j = s.to_json(s.random(rng));
+    j["parallel"] = true;
+    j["where"] = "inline";
+    Config broken{};
+    for (const Knob &k : s.knobs())
+        broken.index.push_back(
+            int(std::find(k.values.begin(), k.values.end(), j[k.name]) - k.values.begin()));
+    EXPECT_EQ(s.violated(broken), "parallel needs where root");
+    std::optional<Config> r = s.repair(broken, rng);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_TRUE(s.valid(*r)) << s.to_json(*r).dump();
+    j = s.to_json(*r);
+    j["parallel"] = false;
+    j["unroll"] = 3;
+    EXPECT_THAT(kiln::test::error_of([&] { s.from_json(j); }),
+                HasSubstr("breaks the constraint 'unroll is 1 without parallel'"));
+    j["unroll"] = 1;
+    j["where"] = "inline";
+    j["vector"] = 8;
+    EXPECT_THAT(kiln::test::error_of([&] { s.from_json(j); }),
+                HasSubstr("breaks the constraint 'where inline needs vector 4'"));
+    EXPECT_THAT(kiln::test::error_of([&] { s.add_implication("parallel", true, "vector", 5); }),
+                HasSubstr("knob 'vector' has no value 5; its values are"));
 }
 
 // The incumbent's neighbourhood (what the model strategy ranks each generation): every valid
