@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -14,6 +15,7 @@
 #include "lang/IRVisitor.h"
 #include "lang/Simplify.h"
 #include "schedule/BoxesTouched.h"
+#include "schedule/Tensorize.h"
 
 namespace kiln::autotune {
 
@@ -38,6 +40,14 @@ struct Shape {
         /// rfactor({}) can move its whole reduction into an intermediate of the output's
         /// variables (an associative update in place): a tile of sums of its own.
         bool sums = false;
+        /// The target's matrix unit can compute it (see probe_tiles): blocks of the output's
+        /// first dimension (columns) and second (rows), tensorized.
+        struct Tiles {
+            std::string lane, k;       ///< the RVars of the k lanes and of the k steps
+            int64_t k_steps = 0;       ///< the k steps' constant extent
+            std::vector<int64_t> cols; ///< block widths that lower (16, 32)
+        };
+        std::optional<Tiles> tiles;
     };
     std::vector<Update> updates;
     struct Producer {
@@ -384,6 +394,46 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
     return s;
 }
 
+/// The blocks of rows of the output a tensorized update of rows x columns covers: at most 32
+/// rows (two AMX tiles), dividing the extent (a tensorized nest has no tails).
+constexpr int64_t max_tile_block = 32;
+
+/// Whether the target's matrix unit computes update u of the output (Tensorize.h's
+/// `c(x, y) += a * b` of 8-bit integers or bfloat16), asked of the lowering on an instance of
+/// its own: the update's block of `cols` columns by rows tensorized, with the RVar `lane`
+/// innermost (the k lanes), then the columns, the RVar `k` (the k steps) and the rows, every
+/// producer at root (a tile multiply reads its operands from memory). True when it lowers to a
+/// tile_matmul of an input type the target's matrix unit multiplies.
+bool probe_tiles(const apps::Operator &op, const std::vector<int64_t> &shape, const Shape &s, int u,
+                 const std::string &lane, const std::string &k, int64_t cols,
+                 const Target &target) {
+    int64_t rows = std::min<int64_t>(max_tile_block, s.extents[1]);
+    while (s.extents[1] % rows != 0)
+        rows--;
+    auto V = [](const std::string &n) { return VarOrRVar(n, false); };
+    try {
+        apps::OperatorInstance inst = op.make(shape);
+        Func f = inst.output;
+        for (size_t d = 0; d < s.dims.size(); d++)
+            f.bound(Var(s.dims[d]), 0, s.extents[d]);
+        for (Func p : inst.stages)
+            if (p.name() != s.out) p.compute_root();
+        const std::string &x = s.dims[0], &y = s.dims[1];
+        Stage st = f.update(u);
+        st.split(V(x), V(x + "_o"), V(x + "_i"), int(cols))
+            .split(V(y), V(y + "_o"), V(y + "_i"), int(rows));
+        std::vector<VarOrRVar> order{VarOrRVar(lane, true), V(x + "_i"), VarOrRVar(k, true),
+                                     V(y + "_i"),           V(x + "_o"), V(y + "_o")};
+        for (size_t d = 2; d < s.dims.size(); d++)
+            order.push_back(V(s.dims[d]));
+        st.reorder(order).tensorize(V(y + "_i"));
+        std::optional<Type> input = tile_matmul_input(inst.pipeline().lower().body);
+        return input && target.has_matrix_unit(*input);
+    } catch (const CompileError &) {
+        return false;
+    }
+}
+
 /// A placement value, "where[:registers][:kB]": where, whether it is a register tile, and its K
 /// block (1 without one).
 std::tuple<std::string, bool, int64_t> parse_placement(const std::string &placement) {
@@ -407,6 +457,26 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             probe.output.update(u.index).rfactor({});
             u.sums = true;
         } catch (const CompileError &) {
+        }
+    }
+    // Which updates the matrix unit computes (probe_tiles), for a target that has one: an update
+    // in place of an output with two or more dimensions over two RVars of constant extent.
+    if (target.has_feature("amx-tile") && s.dims.size() >= 2) {
+        const apps::OperatorInstance inst = op.make(shape);
+        for (Shape::Update &u : s.updates) {
+            if (!u.in_place || u.rvars.size() != 2) continue;
+            const Definition &def = inst.output.update_definition(u.index);
+            for (int lane = 0; lane < 2 && !u.tiles; lane++) {
+                const ReductionVariable &k = def.rdom->vars[size_t(1 - lane)];
+                Shape::Update::Tiles t{
+                    u.rvars[size_t(lane)], k.name, as_const_int(k.extent).value_or(0), {}};
+                for (int64_t cols : {16, 32}) {
+                    if (t.k_steps > 0 && s.extents[0] % cols == 0 &&
+                        probe_tiles(op, shape, s, u.index, t.lane, t.k, cols, target))
+                        t.cols.push_back(cols);
+                }
+                if (!t.cols.empty()) u.tiles = t;
+            }
         }
     }
     SearchSpace space("auto:" + op.name);
@@ -441,6 +511,11 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         if (ext_y >= 6 && s.lanes >= 16) rows.push_back(6);
         for (int64_t r = 3; r <= std::min<int64_t>(16, ext_y); r++)
             if (ext_y % r == 0) rows.push_back(r);
+        // A tensorized block's rows: every divisor of the rows' extent up to 32 (two AMX tiles).
+        const bool tiles = std::any_of(s.updates.begin(), s.updates.end(),
+                                       [](const Shape::Update &u) { return bool(u.tiles); });
+        for (int64_t r = 17; tiles && r <= std::min<int64_t>(max_tile_block, s.extents[1]); r++)
+            if (s.extents[1] % r == 0) rows.push_back(r);
         std::sort(rows.begin(), rows.end());
         rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
         space.add_integers("tile_y", rows);
@@ -681,6 +756,83 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             where.push_back("tile");
         }
         if (where.size() > 1) space.add_choice(pk.knob(), where);
+    }
+
+    // tensorize: an update the target's matrix unit computes (probe_tiles) may run as blocks of
+    // tile_y rows (at most 32, dividing the rows) by tile_x columns (one or two tiles of 16) in
+    // tile registers, summed over the whole reduction by tile multiplies (Stage::tensorize),
+    // the row blocks parallel: the structure of the matmul_u8s8 / matmul_bf16 hand schedules,
+    // here found for any algorithm of that form. Around the blocks, panels of `panel` columns
+    // outermost (a panel of the column input stays in L2 while every row block passes over it)
+    // and chunks of `k_chunk` k steps outside the panel's blocks (a row block's rows of the row
+    // input over a chunk stay in L1 across the panel). The output's other knobs that would change
+    // nothing are held at one value, so that no two configs are the same schedule.
+    for (const Shape::Update &u : s.updates) {
+        if (!u.tiles) continue;
+        const std::string p = "update" + std::to_string(u.index) + "_";
+        const std::string on = p + "tensorize";
+        space.add_bool(on);
+        // The matrix unit multiplies 16 x 16 tiles in 16 cycles where vectors take hundreds:
+        // four of five new draws try it.
+        space.set_weights(on, {1.0, 4.0});
+        const int64_t cols_extent = s.extents[0], rows_extent = s.extents[1];
+        std::vector<int64_t> panels{cols_extent}; // whole
+        for (int64_t w = 64; w < cols_extent && w <= 1024; w *= 2)
+            if (cols_extent % w == 0) panels.push_back(w);
+        space.add_integers(p + "panel", panels);
+        std::vector<int64_t> chunks{u.tiles->k_steps}; // whole
+        for (int64_t c : {128, 256, 512})
+            if (c < u.tiles->k_steps && u.tiles->k_steps % c == 0) chunks.push_back(c);
+        space.add_integers(p + "k_chunk", chunks);
+        space.add_implication(on, false, p + "panel", cols_extent);
+        space.add_implication(on, false, p + "k_chunk", u.tiles->k_steps);
+        std::string widths;
+        for (int64_t w : u.tiles->cols)
+            widths += (widths.empty() ? "" : " or ") + std::to_string(w);
+        const std::vector<int64_t> cols = u.tiles->cols;
+        if (cols.size() == 1) {
+            space.add_implication(on, true, "tile_x", cols[0]);
+        } else {
+            space.add_constraint(on + " needs tile_x " + widths + " (the block widths that lower)",
+                                 [on, cols](const ConfigView &c) {
+                                     return !c.b(on) || std::find(cols.begin(), cols.end(),
+                                                                  c.i("tile_x")) != cols.end();
+                                 });
+        }
+        space.add_constraint(on + " needs tile_y <= 32 dividing " + std::to_string(rows_extent) +
+                                 " (a block is at most two tiles of 16 rows, with no tail)",
+                             [on, rows_extent](const ConfigView &c) {
+                                 const int64_t rows = c.i("tile_y");
+                                 return !c.b(on) ||
+                                        (rows <= max_tile_block && rows_extent % rows == 0);
+                             });
+        space.add_constraint(on + " needs " + p + "panel to be a multiple of tile_x",
+                             [on, p](const ConfigView &c) {
+                                 return !c.b(on) || c.i(p + "panel") % c.i("tile_x") == 0;
+                             });
+        // Held at one value by implications (the knobs of the vector schedule it replaces; a
+        // draw with tensorize sets them).
+        std::vector<std::pair<std::string, nlohmann::json>> held{{"outer_x", 1}};
+        if (d >= 3) held.emplace_back("inner_dim", s.dims[0]);
+        held.emplace_back("outer_order", "y_outer");
+        held.emplace_back("unroll_y", false);
+        for (const char *knob : {"r_at", "split_r", "vectorize", "rfactor"}) {
+            const std::string name = p + knob;
+            if (!space.has_knob(name)) continue;
+            held.emplace_back(name, std::string(knob) == "r_at"      ? nlohmann::json("innermost")
+                                    : std::string(knob) == "split_r" ? nlohmann::json(1)
+                                                                     : nlohmann::json(false));
+        }
+        for (const Shape::Pack &pk : s.packs)
+            if (pk.consumer == s.out && space.has_knob(pk.knob()))
+                held.emplace_back(pk.knob(), "none");
+        // A tile multiply reads its operands from memory: what the update reads is computed at
+        // root.
+        for (const Shape::Producer &pr : s.producers)
+            if (std::count(pr.out_stages.begin(), pr.out_stages.end(), u.index + 1))
+                held.emplace_back(pr.name + "_at", "root");
+        for (const auto &[knob, value] : held)
+            space.add_implication(on, true, knob, value);
     }
 
     if (d > 0) {
@@ -1071,6 +1223,38 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             }
             return std::make_pair(vx, rows);
         };
+        // A tensorized update (see the tensorize knobs in auto_space): blocks of tile_y rows by
+        // tile_x columns over the whole reduction (the k lanes innermost, the block's columns,
+        // the k steps, its rows: the loops the matrix unit's tile multiply replaces), in
+        // chunks of k steps outside the panel's blocks, panels outermost, the row blocks
+        // parallel.
+        auto tensorize_stage = [&](Stage st, const Shape::Update::Tiles &t, const std::string &p) {
+            const std::string &cx = s.dims[0], &cy = s.dims[1];
+            const int64_t panel = c.i(p + "panel"), chunk = c.i(p + "k_chunk");
+            const bool panels = panel < s.extents[0], chunks = chunk < t.k_steps;
+            const std::string cxo = cx + "_o", cxi = cx + "_i", cxp = cx + "_p", cyo = cy + "_o",
+                              cyi = cy + "_i", ko = t.k + "_o", ki = t.k + "_i";
+            if (panels) {
+                st.split(V(cx), V(cxp), V(cx + "_r"), int(panel));
+                st.split(V(cx + "_r"), V(cxo), V(cxi), int(c.i("tile_x")));
+            } else {
+                st.split(V(cx), V(cxo), V(cxi), int(c.i("tile_x")));
+            }
+            st.split(V(cy), V(cyo), V(cyi), int(c.i("tile_y")));
+            if (chunks)
+                st.split(VarOrRVar(t.k, true), VarOrRVar(ko, true), VarOrRVar(ki, true),
+                         int(chunk));
+            std::vector<VarOrRVar> order{VarOrRVar(t.lane, true), V(cxi),
+                                         VarOrRVar(chunks ? ki : t.k, true), V(cyi), V(cxo)};
+            if (chunks) order.emplace_back(ko, true);
+            order.push_back(V(cyo));
+            if (panels) order.push_back(V(cxp));
+            for (size_t k = 2; k < s.dims.size(); k++)
+                order.push_back(V(s.dims[k]));
+            st.reorder(order);
+            if (c.b("parallel")) st.parallel(V(cyo));
+            st.tensorize(V(cyi));
+        };
         if (d > 0) tile_stage(Stage(f.function(), 0), {}, false, true);
 
         std::vector<Func> sum_funcs; // the output's intermediates of sums
@@ -1095,7 +1279,9 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             }
             const auto [r_where, r_registers, r_k_block] =
                 parse_placement(c.has(p + "r_at") ? c.s(p + "r_at") : "innermost");
-            if (r_registers) {
+            if (c.has(p + "tensorize") && c.b(p + "tensorize")) {
+                tensorize_stage(st, *u.tiles, p);
+            } else if (r_registers) {
                 // The reduction in an intermediate of sums, a register tile per tile or outer
                 // tile of the output; the update adds it in, tiled like the pure definition.
                 Func sums =

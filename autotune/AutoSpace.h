@@ -7,8 +7,10 @@
 // reduction, rfactor it. Every other Func of the pipeline (OperatorInstance::stages) gets a
 // placement knob: inline (pure Funcs only), root, or computed at the strip, the outer tile or the
 // tile loop of the output, and whether to vectorize it; a reduction may be a register tile, per
-// tile or per outer tile with its reduction blocked outside the register tiles (SSRSRS). For a
-// target with a GPU API, auto_gpu_space (autotune/AutoGPUSpace.cpp) derives GPU schedules the same
+// tile or per outer tile with its reduction blocked outside the register tiles (SSRSRS). On a
+// target with a matrix unit (AMX), an update the unit computes (asked of the tensorize pass on a
+// probe instance) may be tensorized in blocks of rows and columns, with panels and k chunks
+// around them. For a target with a GPU API, auto_gpu_space (autotune/AutoGPUSpace.cpp) derives GPU schedules the same
 // way.
 #pragma once
 
