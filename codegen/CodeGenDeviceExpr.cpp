@@ -538,24 +538,24 @@ std::string lanes_suffix(int lanes) {
 
 } // namespace
 
-Code ExprPrinter::bfloat16_to_float(const Code &v, int lanes) {
+Code ExprPrinter::bfloat16_conversion(const Code &v, int lanes, bool to_float) {
     auto name_of = [&](Type t) {
         return lanes == 1 ? type_name(t) : vector_type_name(t.with_lanes(lanes));
     };
-    std::string name = "kiln_bf16" + lanes_suffix(lanes) + "_to_f32" + lanes_suffix(lanes);
-    preamble.use(name, bfloat16_to_float_helper(api, name, lanes, name_of(UInt(16)),
-                                                name_of(UInt(32)), name_of(Float(32))));
+    const std::string bf16 = "bf16" + lanes_suffix(lanes), f32 = "f32" + lanes_suffix(lanes);
+    const std::string name = "kiln_" + (to_float ? bf16 + "_to_" + f32 : f32 + "_to_" + bf16);
+    auto helper = to_float ? bfloat16_to_float_helper : float_to_bfloat16_helper;
+    preamble.use(
+        name, helper(api, name, lanes, name_of(UInt(16)), name_of(UInt(32)), name_of(Float(32))));
     return {helper_call(name, {v}), Primary};
 }
 
+Code ExprPrinter::bfloat16_to_float(const Code &v, int lanes) {
+    return bfloat16_conversion(v, lanes, true);
+}
+
 Code ExprPrinter::float_to_bfloat16(const Code &v, int lanes) {
-    auto name_of = [&](Type t) {
-        return lanes == 1 ? type_name(t) : vector_type_name(t.with_lanes(lanes));
-    };
-    std::string name = "kiln_f32" + lanes_suffix(lanes) + "_to_bf16" + lanes_suffix(lanes);
-    preamble.use(name, float_to_bfloat16_helper(api, name, lanes, name_of(UInt(16)),
-                                                name_of(UInt(32)), name_of(Float(32))));
-    return {helper_call(name, {v}), Primary};
+    return bfloat16_conversion(v, lanes, false);
 }
 
 void check_no_bfloat16_arithmetic(const Expr &e) {

@@ -179,6 +179,8 @@ private:
     /// bits (to nearest even); lanes > 1 are OpenCL vectors.
     Code bfloat16_to_float(const Code &v, int lanes);
     Code float_to_bfloat16(const Code &v, int lanes);
+    /// Either of the two: the helper's name and definition (once per source) and its call.
+    Code bfloat16_conversion(const Code &v, int lanes, bool to_float);
     Code load(const Load *op, int lane);
     /// CUDA: lane `lane` of a dense vector load read whole (declared once per statement), if
     /// the load is one.

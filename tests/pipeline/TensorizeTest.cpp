@@ -346,6 +346,20 @@ TEST(Tensorize, MisusesSayWhatToChange) {
             [&] { Pipeline(mm.schedule().c).compile_jit(Target::parse("skylake-avx512")); });
         EXPECT_NE(e.find("has no AMX (amx-tile, amx-int8)"), std::string::npos) << e;
     }
+    // A CPU with the int8 unit but not the bfloat16 one: a bfloat16 nest is refused, an int8
+    // one compiles.
+    {
+        Target t = Target::parse("sapphirerapids");
+        const std::string bf16_unit = "+amx-bf16";
+        const size_t at = t.features.find(bf16_unit);
+        ASSERT_NE(at, std::string::npos) << t.features;
+        t.features.replace(at, bf16_unit.size(), "-amx-bf16");
+        TileMatmul<bfloat16_t, bfloat16_t> mm(32, 32, 64);
+        std::string e = error_of([&] { Pipeline(mm.schedule().c).compile_jit(t); });
+        EXPECT_NE(e.find("has no AMX (amx-tile, amx-bf16)"), std::string::npos) << e;
+        TileMatmul<uint8_t, int8_t> int8(32, 32, 64);
+        EXPECT_EQ(error_of([&] { Pipeline(int8.schedule().c).compile_jit(t); }), "(no error)");
+    }
 }
 
 // The directive is recorded, printed as C++ and replayed from JSON.
