@@ -158,9 +158,11 @@ Stmt Simplifier::visit(const For *op) {
     Expr min = mutate(op->min), extent = mutate(op->extent);
     auto e = const_value(extent);
     if (e && *e <= 0) return Stmt();
-    // A GPU loop of one iteration still says where the code runs (gpu_single_thread).
-    bool gpu = op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread;
-    if (e && *e == 1 && !gpu) return mutate(LetStmt::make(op->name, min, op->body));
+    // A GPU loop of one iteration still says where the code runs (gpu_single_thread), and a
+    // tensorized one that its nest goes to the matrix unit (a block of one row).
+    bool keep = op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread ||
+                op->for_type == ForType::Tensorized;
+    if (e && *e == 1 && !keep) return mutate(LetStmt::make(op->name, min, op->body));
     // Inside the body the loop variable lies in [min, min + extent - 1].
     ConstInterval m = bounds_of(min), x = bounds_of(extent), range;
     range.min = m.min;

@@ -130,6 +130,15 @@ TEST(Tensorize, TheTileLoopsBecomeOneTileMatmul) {
     EXPECT_NE(text.find("== after tensorize"), std::string::npos);
     EXPECT_NE(text.find("tile_matmul("), std::string::npos) << text;
     EXPECT_NE(text.find("tensorized"), std::string::npos) << "the loop before the pass";
+
+    // A block of one row: its tensorized loop of one iteration stays a loop until the pass (the
+    // simplifier once made it a let, and the nest silently ran as plain loops).
+    TileMatmul<uint8_t, int8_t> one_row(5, 32, 64);
+    one_row.schedule(1, 16);
+    TileCalls row;
+    row.include(Pipeline(one_row.c).lower().body);
+    ASSERT_EQ(row.calls, 1);
+    EXPECT_TRUE(is_const(row.args[6], 1)) << row.args[6];
 }
 
 // For a CPU with AMX the code has the tile instructions, the configuration LLVM writes, and the
@@ -207,6 +216,9 @@ TEST(Tensorize, MatchesTheReferenceOnAMX) {
     expect_reference_result(block, 32, 32, 5);
     TileMatmul<uint8_t, int8_t> uneven(48, 40, 136);
     expect_reference_result(uneven, 24, 20, 6);
+    // Blocks of one row.
+    TileMatmul<uint8_t, int8_t> rows(5, 32, 64);
+    expect_reference_result(rows, 1, 16, 7);
 }
 
 // bfloat16 sums into float32 (tdpbf16ps) on this machine, bit for bit (the inputs make every
