@@ -7,7 +7,10 @@
 
 #include "tests/autotune/PlainMatmul.h"
 #include "tests/lang/ErrorOf.h"
+#include "tests/lang/FuzzBudget.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -260,6 +263,172 @@ TEST(AutoSpaceTensorize, TensorizedConfigsMatchTheReferenceOnThisMachine) {
                       k.op.tolerance)
                 << k.op.name << " " << j.dump();
         }
+    }
+}
+
+// A random product the matrix unit may compute, from a seed (see products_fuzz).
+struct RandomProduct {
+    bool bf16 = false, a_func = false, blocked = false;
+    Type a, b;
+    int rows = 0, cols = 0, depth = 0;
+    std::string suffix; ///< letters, so that no name looks like one kiln numbers itself
+
+    explicit RandomProduct(uint64_t seed) {
+        std::mt19937_64 rng(seed);
+        auto below = [&](uint64_t n) { return int(rng() % n); };
+        bf16 = below(3) == 0;
+        a = bf16 ? BFloat(16) : below(2) ? UInt(8) : Int(8);
+        b = bf16 ? BFloat(16) : below(2) ? UInt(8) : Int(8);
+        const int lanes = bf16 ? 2 : 4;
+        rows = 1 + below(48);
+        cols = 16 * (1 + below(4)) + (below(4) == 0 ? 1 + below(15) : 0);
+        depth = lanes * (1 + below(40));
+        a_func = below(2);
+        blocked = cols % 16 == 0 && below(2);
+        for (uint64_t n = seed; suffix.empty() || n > 0; n /= 26)
+            suffix.insert(suffix.begin(), char('a' + n % 26));
+    }
+
+    std::string describe() const {
+        char text[200];
+        std::snprintf(text, sizeof text, "%s x %s, %d rows x %d columns x %d k, a %s, b %s",
+                      bf16          ? "bfloat16"
+                      : a.is_uint() ? "uint8"
+                                    : "int8",
+                      bf16          ? "bfloat16"
+                      : b.is_uint() ? "uint8"
+                                    : "int8",
+                      rows, cols, depth, a_func ? "a Func" : "an image",
+                      blocked ? "in blocks of 16 columns" : "plain");
+        return text;
+    }
+
+    apps::Operator op() const {
+        apps::Operator o;
+        o.name = "product_" + suffix;
+        o.shape_names = {"rows", "cols", "depth"};
+        const RandomProduct p = *this;
+        o.make = [p](const std::vector<int64_t> &shape) {
+            apps::OperatorInstance inst;
+            inst.shape = shape;
+            const int lanes = p.bf16 ? 2 : 4, steps = p.depth / lanes;
+            const Type sum = p.bf16 ? Float(32) : Int(32);
+            ImageParam in(p.a, 2, "lhs_" + p.suffix), w(p.b, p.blocked ? 4 : 3, "rhs_" + p.suffix);
+            Var x("col_" + p.suffix), y("row_" + p.suffix), kk("kk_" + p.suffix);
+            Func act("act_" + p.suffix), out("out_" + p.suffix);
+            RDom r({{0, lanes}, {0, steps}}, "r_" + p.suffix);
+            Expr lhs;
+            if (p.a_func) {
+                act(kk, y) = p.bf16 ? in(kk, y) * make_const(p.a, 0.5)
+                                    : in(kk, y) / make_const(p.a, int64_t(2));
+                lhs = act(r.x + lanes * r.y, y);
+                inst.stages = {act};
+            } else {
+                lhs = in(r.x + lanes * r.y, y);
+            }
+            Expr rhs = p.blocked ? w(r.x, x % 16, r.y, x / 16) : w(r.x, x, r.y);
+            out(x, y) = make_zero(sum);
+            out(x, y) += cast(sum, lhs) * cast(sum, rhs);
+            auto range = [&](Type t) {
+                return t.is_bfloat() ? std::pair<double, double>{-1, 1}
+                       : t.is_uint() ? std::pair<double, double>{0, 255}
+                                     : std::pair<double, double>{-128, 127};
+            };
+            const std::vector<int> w_extents = p.blocked
+                                                   ? std::vector<int>{lanes, 16, steps, p.cols / 16}
+                                                   : std::vector<int>{lanes, p.cols, steps};
+            inst.inputs = {in, w};
+            inst.input_data = {apps::random_buffer(p.a, {p.depth, p.rows}, in.name(), 1,
+                                                   range(p.a).first, range(p.a).second),
+                               apps::random_buffer(p.b, w_extents, w.name(), 2, range(p.b).first,
+                                                   range(p.b).second)};
+            inst.output = out;
+            inst.output_extents = {p.cols, p.rows};
+            return inst;
+        };
+        o.default_shape = {rows, cols, depth};
+        o.reference = [](const apps::OperatorInstance &inst) {
+            inst.bind_inputs();
+            return reference_realize(inst.output, inst.output_extents);
+        };
+        // int8 sums are exact; bfloat16 products are exact in float32 and summed there in k
+        // order, by the matrix unit two k lanes at a time.
+        o.tolerance = bf16 ? 1e-5 : 0;
+        return o;
+    }
+};
+
+// Random products of the matrix unit's input types, fuzzed: int8 of either signedness or
+// bfloat16, random extents (the columns a multiple of 16 or not), the row input an image or a
+// Func, the column input in blocks of 16 columns or not, random names. The space offers
+// tensorize exactly where the columns are a multiple of 16 (and the reduction more than one step
+// of k lanes); on a machine with AMX, tensorized
+// draws compute what the reference evaluator computes, elsewhere they lower to a tile multiply
+// for a CPU that has it. KILN_FUZZ_SEED=s KILN_FUZZ_ITERATIONS=1 replays one product.
+TEST(AutoSpaceTensorize, RandomProductsTensorizeAndMatchTheReference) {
+    const char *seed_text = std::getenv("KILN_FUZZ_SEED");
+    const char *iterations_text = std::getenv("KILN_FUZZ_ITERATIONS");
+    const uint64_t first = seed_text && *seed_text ? std::strtoull(seed_text, nullptr, 10) : 1;
+    const int iterations = iterations_text && *iterations_text ? std::atoi(iterations_text) : 10;
+    const bool run = host_has_unit(UInt(8)) && host_has_unit(BFloat(16));
+    const Target target = run ? Target::host() : amx_cpu();
+    if (!run)
+        std::printf("[ fuzz ] this CPU has no AMX: the tensorized configs are lowered for '%s', "
+                    "not run\n",
+                    target.cpu.c_str());
+    kiln::test::FuzzBudget budget;
+    int i = 0, tensorized = 0;
+    for (; i < iterations && !budget.spent(); i++) {
+        const uint64_t seed = first + uint64_t(i);
+        const RandomProduct p(seed);
+        const std::string repro = "seed " + std::to_string(seed) + " (" + p.describe() +
+                                  "); replay: KILN_FUZZ_SEED=" + std::to_string(seed) +
+                                  " KILN_FUZZ_ITERATIONS=1 build/tests/kiln_autotune_tests "
+                                  "--gtest_filter='AutoSpaceTensorize.RandomProducts*'";
+        const apps::Operator op = p.op();
+        const std::vector<int64_t> shape = op.default_shape;
+        SearchSpace s = auto_space(op, shape, target);
+        const bool offered = s.has_knob("update0_tensorize");
+        // A reduction of one k step has no k loop left for the pass (a loop of one iteration
+        // is a let by then): not offered.
+        const int steps = p.depth / (p.bf16 ? 2 : 4);
+        EXPECT_EQ(offered, p.cols % 16 == 0 && steps > 1) << repro;
+        if (!offered) continue;
+        std::mt19937_64 rng(seed);
+        for (int draw = 0; draw < 2; draw++) {
+            std::optional<Config> c;
+            for (int tries = 0; tries < 100; tries++) {
+                c = s.repair(s.random(rng), rng);
+                if (c && s.to_json(*c)["update0_tensorize"].get<bool>()) break;
+                c.reset();
+            }
+            ASSERT_TRUE(c.has_value()) << "no tensorized draw; " << repro;
+            const std::string config = s.to_json(*c).dump();
+            try {
+                apps::OperatorInstance inst = op.make(shape);
+                s.apply(inst, *c);
+                EXPECT_TRUE(tile_matmul_input(inst.pipeline().lower().body).has_value())
+                    << config << "\n"
+                    << repro;
+                if (run) {
+                    EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)),
+                              op.tolerance)
+                        << config << "\n"
+                        << repro;
+                }
+            } catch (const std::exception &e) {
+                ADD_FAILURE() << e.what() << "\n" << config << "\n" << repro;
+            }
+            tensorized++;
+        }
+    }
+    budget.report("AutoSpaceTensorize", uint64_t(i), uint64_t(iterations));
+    std::printf("[ fuzz ] AutoSpaceTensorize: %d products from seed %llu, %d tensorized configs "
+                "%s\n",
+                i, static_cast<unsigned long long>(first), tensorized,
+                run ? "ran and matched the reference evaluator" : "lowered");
+    if (iterations >= 10 && !budget.spent()) {
+        EXPECT_GT(tensorized, 6);
     }
 }
 
