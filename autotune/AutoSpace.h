@@ -10,8 +10,8 @@
 // tile or per outer tile with its reduction blocked outside the register tiles (SSRSRS). On a
 // target with a matrix unit (AMX), an update the unit computes (asked of the tensorize pass on a
 // probe instance) may be tensorized in blocks of rows and columns, with panels and k chunks
-// around them. For a target with a GPU API, auto_gpu_space (autotune/AutoGPUSpace.cpp) derives GPU schedules the same
-// way.
+// around them. For a target with a GPU API, auto_gpu_space (autotune/AutoGPUSpace.cpp) derives GPU
+// schedules the same way.
 #pragma once
 
 #include "autotune/SearchSpace.h"
