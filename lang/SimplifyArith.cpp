@@ -66,6 +66,20 @@ std::optional<Expr> Simplifier::ramp_in_one_block_rule(const Expr &a, const Expr
     return make_ramp(modulo(ramp->base, *c), ramp->stride, ramp->lanes);
 }
 
+namespace {
+
+// The alignment of a value that is one of two values (min, max, select): what both share.
+// A min of a tile's start and the last tile's start (a shifted tail), both multiples of 16, is
+// a multiple of 16.
+std::pair<Int128, Int128> either_alignment(std::pair<Int128, Int128> a,
+                                           std::pair<Int128, Int128> b) {
+    Int128 d = a.second - b.second;
+    Int128 m = gcd128(gcd128(a.first, b.first), d < 0 ? -d : d);
+    return {m, m == 0 ? a.second : floor_mod(a.second, m)};
+}
+
+} // namespace
+
 std::pair<Int128, Int128> Simplifier::alignment(const Expr &e) {
     Type t = e.type();
     LinearForm f = linear(e);
@@ -77,6 +91,13 @@ std::pair<Int128, Int128> Simplifier::alignment(const Expr &e) {
             if (auto it = let_alignments.find(v->name); it != let_alignments.end()) {
                 std::tie(m, r) = it->second;
             }
+        } else if (const auto *mn = term.as<Min>()) {
+            std::tie(m, r) = either_alignment(alignment(mn->a), alignment(mn->b));
+        } else if (const auto *mx = term.as<Max>()) {
+            std::tie(m, r) = either_alignment(alignment(mx->a), alignment(mx->b));
+        } else if (const auto *sel = term.as<Select>()) {
+            std::tie(m, r) =
+                either_alignment(alignment(sel->true_value), alignment(sel->false_value));
         }
         // Any value is 0 modulo 1: give up what could overflow.
         const Int128 limit = Int128(1) << 62;

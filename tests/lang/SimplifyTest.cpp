@@ -464,6 +464,25 @@ TEST(Simplify, ARampsAlignmentComesThroughALet) {
     EXPECT_NE(d.as<Let>()->body.as<Div>(), nullptr) << d;
 }
 
+// A value that is one of two (min, max, select) is aligned as both are: the start of a block of
+// 32 output channels whose last block is shifted inwards, min(C - 32, x * 32) with C = 224, is a
+// multiple of 32, so 16 lanes from it stay in one block of 16. Where one side is not (C = 216:
+// 8 modulo 16), the division stays.
+TEST(Simplify, ARampsAlignmentComesThroughMinMaxAndSelect) {
+    auto ramp16 = [](const Expr &base) { return Ramp::make(base, Expr(1), 16); };
+    Expr b16 = Broadcast::make(Expr(16), 16);
+    Expr start = Min::make(Expr(224), Mul::make(x, Expr(32)));
+    EXPECT_TRUE(simplifies_to(Div::make(ramp16(start), b16),
+                              Broadcast::make(simplify(Div::make(start, Expr(16))), 16)));
+    Expr plus16 = Add::make(Max::make(Mul::make(y, Expr(48)), Mul::make(x, Expr(32))), Expr(16));
+    Expr m = simplify(Mod::make(ramp16(plus16), b16));
+    EXPECT_EQ(m.as<Mod>(), nullptr) << m;
+    Expr chosen = Select::make(LT::make(x, y), Mul::make(x, Expr(64)), Expr(96));
+    EXPECT_EQ(simplify(Mod::make(ramp16(chosen), b16)).as<Mod>(), nullptr);
+    Expr off = Min::make(Expr(216), Mul::make(x, Expr(32)));
+    EXPECT_NE(simplify(Div::make(ramp16(off), b16)).as<Div>(), nullptr);
+}
+
 TEST(Simplify, RampWithZeroStrideIsABroadcast) {
     EXPECT_TRUE(simplifies_to(Ramp::make(x, Expr(0), 4), Broadcast::make(x, 4)));
 }
