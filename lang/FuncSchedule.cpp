@@ -361,6 +361,8 @@ Stage &Stage::gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &
 
 namespace {
 
+bool calls_func(const Expr &e, const std::string &name);
+
 /// Recognizes an update `f(args) = op(f(args), e)` and returns op's name and e.
 bool match_associative(const FunctionContents &f, const Definition &d, std::string *op,
                        Expr *term) {
@@ -388,6 +390,19 @@ bool match_associative(const FunctionContents &f, const Definition &d, std::stri
         }
         return false;
     };
+    // fma(a, b, f(x)) sums the products a b (op "fma", term fma(a, b, 0)): an intermediate
+    // keeps the fused multiply-add, and what merges it into f is a plain +.
+    if (const Call *c = v.as<Call>()) {
+        if (c->call_type != Call::Math || c->name != "fma" || c->args.size() != 3 ||
+            !is_self(c->args[2]) || calls_func(c->args[0], f.name) ||
+            calls_func(c->args[1], f.name)) {
+            return false;
+        }
+        *op = "fma";
+        *term =
+            Call::make(c->type, c->name, {c->args[0], c->args[1], make_zero(c->type)}, Call::Math);
+        return true;
+    }
     if (const Add *n = v.as<Add>()) return check(n->a, n->b, "+");
     if (const Mul *n = v.as<Mul>()) return check(n->a, n->b, "*");
     if (const Min *n = v.as<Min>()) return check(n->a, n->b, "min");
@@ -417,6 +432,11 @@ bool calls_func(const Expr &e, const std::string &name) {
 }
 
 Expr combine(const std::string &op, const Expr &a, const Expr &b) {
+    if (op == "fma") {
+        const Call *c = b.as<Call>();
+        internal_assert(c && c->args.size() == 3, "rfactor: an fma term that is not fma(a, b, 0)");
+        return Call::make(c->type, c->name, {c->args[0], c->args[1], a}, Call::Math);
+    }
     if (op == "+") return a + b;
     if (op == "*") return a * b;
     if (op == "min") return min(a, b);
@@ -424,7 +444,7 @@ Expr combine(const std::string &op, const Expr &a, const Expr &b) {
 }
 
 Expr identity(const std::string &op, Type t) {
-    if (op == "+") return make_zero(t);
+    if (op == "+" || op == "fma") return make_zero(t);
     if (op == "*") return make_one(t);
     if (op == "min") return type_max(t);
     return type_min(t);
@@ -536,7 +556,8 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved, const st
     Expr term;
     if (!match_associative(f, d, &op, &term)) {
         user_error("rfactor: ", where, " = ", d.values[0],
-                   " is not an associative update of the form f(x) = f(x) + e (or *, min, max)");
+                   " is not an associative update of the form f(x) = f(x) + e (or *, min, max, "
+                   "fma(a, b, f(x)))");
     }
     if (d.predicate.defined() && calls_func(d.predicate, f.name)) {
         user_error("rfactor: the where() predicate ", d.predicate, " of ", where, " reads '",
@@ -643,7 +664,8 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved, const st
         Definition{intm_args, {intm_value}, rest->vars.empty() ? nullptr : rest, predicate});
 
     Expr self_call = Call::make(t, f.name, d.args, Call::Func, func, 0);
-    d.values = {weaken_self_calls(combine(op, self_call, intm(use_args)), func.get())};
+    const std::string merge = op == "fma" ? "+" : op;
+    d.values = {weaken_self_calls(combine(merge, self_call, intm(use_args)), func.get())};
     d.rdom = outer->vars.empty() ? nullptr : outer;
     d.predicate = Expr();
 

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -658,6 +659,37 @@ TEST(Pipeline, RfactorOfNoRVarComputesTheWholeReductionPerTileOfTheOutput) {
     EXPECT_EQ(intm.args(), (std::vector<std::string>{"x", "u", "v"}));
     intm.compute_root().parallel(u);
     expect_same_buffer<int>(reference_realize(f, {3}), f.realize({3}));
+}
+
+// rfactor of an update written as fma(a, b, f(x)), as conv2d's is: the intermediate keeps the
+// fused multiply-add (a register tile of sums then compiles to FMAs), and the merge into f is a
+// plain sum. Small integers in the input keep every sum exact, so the result equals the
+// reference evaluator's whatever the order of the sums.
+TEST(Pipeline, RfactorOfAnFmaUpdateKeepsTheFmaInTheIntermediate) {
+    Buffer<float> in({12, 4}, "rf_fma_in");
+    for (int y = 0; y < 4; y++) {
+        for (int x = 0; x < 12; x++)
+            in(x, y) = float((x * 5 + y * 3) % 7 - 3);
+    }
+    Func f("rf_fma_f");
+    Var x("x"), u("u");
+    RDom r({{0, 12}, {0, 4}}, "rf_fma_r");
+    f(x) = 0.5f;
+    f(x) = fma(in(r.x, r.y), cast<float>(x + r.y), f(x));
+    Func intm = f.update(0).rfactor(r.y, u);
+    intm.compute_root();
+    expect_same_buffer<float>(reference_realize(f, {6}), f.realize({6}));
+    std::string text = to_string(Pipeline(f).lower().body);
+    // The intermediate's store is an fma; the output's adds the intermediate in.
+    bool intm_fma = false, merged = false;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+        intm_fma = intm_fma || (line.find("rf_fma_f_intm[") != std::string::npos &&
+                                line.find("] = fma(") != std::string::npos);
+        merged = merged || line.find("+ rf_fma_f_intm[") != std::string::npos;
+    }
+    EXPECT_TRUE(intm_fma) << text;
+    EXPECT_TRUE(merged) << text;
 }
 
 TEST(PipelineErrors, FailedChecksReturnTheirOwnErrorCodes) {

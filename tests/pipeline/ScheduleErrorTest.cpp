@@ -585,7 +585,7 @@ TEST(ScheduleErrors, RfactorOfANonAssociativeUpdateShowsTheUpdate) {
     EXPECT_THAT(compile_error_of([&] { f.update(0).rfactor(r, u); }),
                 AllOf(HasSubstr("rfactor: rf_nonassoc_f.update(0) = "),
                       HasSubstr("is not an associative update of the form f(x) = f(x) + e (or *, "
-                                "min, max)")));
+                                "min, max, fma(a, b, f(x)))")));
 }
 
 TEST(ScheduleErrors, RfactorOfAnRVarOfAnotherRDomListsTheUpdatesRVars) {
