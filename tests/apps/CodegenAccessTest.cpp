@@ -368,6 +368,25 @@ TEST(CodegenAccess, Conv2dKernelHoldsATileOf14PixelsBy32ChannelsInRegisters) {
     EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
 }
 
+// conv2d_packed reads its weights in their packed layout, output channels in blocks of 16: the
+// kernel's vector of 16 channels is one block's, so its weights are dense loads, the same 28
+// FMAs from 2 weight loads and 14 broadcast input values as conv2d's, and the result matches the
+// reference. 48 output channels are a block of 32 and a last one shifted inwards to start at
+// min(48 - 32, coo * 32), 0 or 16: the simplifier knows that either is a multiple of 16.
+TEST(CodegenAccess, Conv2dPackedReadsItsBlockedWeightsAsDenseVectors) {
+    const apps::Operator &op = apps::find_operator("conv2d_packed");
+    apps::OperatorInstance inst = op.make({64, 48, 14, 14});
+    op.hand_schedule(inst, avx512_target());
+    std::string ir = compile_to_llvm_module(inst.pipeline().lower(), avx512_target()).llvm_ir();
+    std::string body = block_of(ir, "conv.s1.r.x.body");
+    ASSERT_FALSE(body.empty()) << ir;
+    EXPECT_EQ(body.find("gather"), std::string::npos) << body;
+    EXPECT_EQ(occurrences(body, "@llvm.fma.v16f32("), 28u) << body;
+    EXPECT_EQ(occurrences(body, "= load <16 x float>"), 2u) << body;
+    EXPECT_EQ(occurrences(body, "= load float"), 14u) << body;
+    EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
+}
+
 // conv2d's algorithm skips the kernel rows that fall in the zero padding (RDom::where on r.z):
 // trim_no_ops turns the predicate into the bounds of the kernel-row loop, so no guard is left in
 // the loop nest and the first and last rows of the image run 2 of the 3 kernel rows.

@@ -86,16 +86,19 @@ TEST(Operators, Conv2dOnPackedWeightsComputesWhatConv2dComputes) {
     conv.hand_schedule(plain, Target::host());
     const Operator &on_packed = find_operator("conv2d_packed");
     OperatorInstance inst = on_packed.make(shape);
-    ASSERT_EQ(inst.input_data[1].dimensions(), 5);
+    ASSERT_EQ(inst.input_data[1].dimensions(), 6);
     inst.input_data[1] = packed;
     on_packed.hand_schedule(inst, Target::host());
     EXPECT_EQ(max_relative_error(inst.realize(), plain.realize()), 0.0);
-    // The packed layout: w[co][ci][ky][kx] at wp(co, ci % B, kx, ky, ci / B), B = 4 here.
+    // The packed layout: w[co][ci][ky][kx] at wp(co % OB, ci % B, kx, ky, ci / B, co / OB),
+    // B = 4 and OB = 8 here.
     Buffer<float> w(p.input_data[0]), wp(packed);
-    EXPECT_EQ(wp.dim(0).extent, 40);
+    ASSERT_EQ(wp.dimensions(), 6);
+    EXPECT_EQ(wp.dim(0).extent, 8);
     EXPECT_EQ(wp.dim(1).extent, 4);
     EXPECT_EQ(wp.dim(4).extent, 5);
-    EXPECT_EQ(wp(33, 3, 2, 1, 4), w(2, 1, 19, 33));
+    EXPECT_EQ(wp.dim(5).extent, 5);
+    EXPECT_EQ(wp(1, 3, 2, 1, 4, 4), w(2, 1, 19, 33));
 }
 
 // check_knob_names (the benchmarks' --knobs): a knob the template declares passes, a misspelt
@@ -268,8 +271,8 @@ TEST(OperatorErrors, Conv2dPackedRefusesUnpackedWeights) {
     op.hand_schedule(inst, Target::host());
     inst.input_data[1] = find_operator("conv2d").make({16, 32, 4, 4}).input_data[1];
     EXPECT_EQ(error_of([&] { inst.realize(); }),
-              "cannot bind buffer 'w' with 4 dimensions to ImageParam 'wp', which has 5; bind a "
-              "buffer with 5 dimensions");
+              "cannot bind buffer 'w' with 4 dimensions to ImageParam 'wp', which has 6; bind a "
+              "buffer with 6 dimensions");
 }
 
 TEST(OperatorErrors, RegisteringANameTwiceIsAnError) {
