@@ -368,6 +368,26 @@ TEST(CodegenAccess, Conv2dKernelHoldsATileOf14PixelsBy32ChannelsInRegisters) {
     EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
 }
 
+// conv2d with conv_at = y: conv holds a whole row of 56 pixels by 32 output channels, summed
+// tile by tile (14 pixels) inside it. The tile's 28 sums are 28 places in the row buffer whose
+// indices differ by constants (the simplifier substitutes the unrolled copies' `x = xo * 14 +
+// x.min + k`), so LLVM keeps them in registers across the reduction, as for a buffer of one tile:
+// 28 vector phis and no store in the innermost loop. Without that substitution every FMA loaded
+// and stored its sum (3x slower).
+TEST(CodegenAccess, ATileOfSumsInARowBufferStaysInRegisters) {
+    const apps::Operator &op = apps::find_operator("conv2d");
+    apps::OperatorInstance inst = op.make({32, 32, 6, 56});
+    apps::schedule_from_generator(op.generator, op.generator_params, inst, avx512_target(),
+                                  {{"conv_at", "y"}});
+    std::string ir = compile_to_llvm_module(inst.pipeline().lower(), avx512_target()).llvm_ir();
+    std::string body = block_of(ir, "conv.s1.r.x.body");
+    ASSERT_FALSE(body.empty()) << ir;
+    EXPECT_EQ(body.find("store "), std::string::npos) << body;
+    EXPECT_EQ(occurrences(body, "= phi <16 x float>"), 28u) << body;
+    EXPECT_EQ(occurrences(body, "@llvm.fma.v16f32("), 28u) << body;
+    EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
+}
+
 // conv2d_packed reads its weights in their packed layout, output channels in blocks of 16: the
 // kernel's vector of 16 channels is one block's, so its weights are dense loads, the same 28
 // FMAs from 2 weight loads and 14 broadcast input values as conv2d's, and the result matches the
