@@ -398,6 +398,39 @@ Shape read_shape(const apps::OperatorInstance &inst, const Target &target) {
 /// rows (two AMX tiles), dividing the extent (a tensorized nest has no tails).
 constexpr int64_t max_tile_block = 32;
 
+/// The loop nest of a tensorized update u of the output (see the tensorize knobs in auto_space):
+/// blocks of `rows` rows by `cols` columns over the whole reduction (the RVar `lane`, the k
+/// lanes, innermost, then the block's columns, the RVar `k`, the k steps, and its rows: the loops
+/// the matrix unit's tile multiply replaces), in chunks of `chunk` k steps (none when 0) outside
+/// the panel's blocks, panels of `panel` columns outermost (none when 0), the row blocks parallel
+/// when asked. probe_tiles asks the lowering about this nest, and the apply builds it.
+void tensorize_nest(Stage st, const Shape &s, const std::string &lane, const std::string &k,
+                    int64_t cols, int64_t rows, int64_t panel, int64_t chunk, bool parallel) {
+    auto V = [](const std::string &n) { return VarOrRVar(n, false); };
+    const std::string &cx = s.dims[0], &cy = s.dims[1];
+    const std::string cxo = cx + "_o", cxi = cx + "_i", cxp = cx + "_p", cyo = cy + "_o",
+                      cyi = cy + "_i", ko = k + "_o", ki = k + "_i";
+    if (panel > 0) {
+        st.split(V(cx), V(cxp), V(cx + "_r"), int(panel));
+        st.split(V(cx + "_r"), V(cxo), V(cxi), int(cols));
+    } else {
+        st.split(V(cx), V(cxo), V(cxi), int(cols));
+    }
+    st.split(V(cy), V(cyo), V(cyi), int(rows));
+    if (chunk > 0)
+        st.split(VarOrRVar(k, true), VarOrRVar(ko, true), VarOrRVar(ki, true), int(chunk));
+    std::vector<VarOrRVar> order{VarOrRVar(lane, true), V(cxi), VarOrRVar(chunk > 0 ? ki : k, true),
+                                 V(cyi), V(cxo)};
+    if (chunk > 0) order.emplace_back(ko, true);
+    order.push_back(V(cyo));
+    if (panel > 0) order.push_back(V(cxp));
+    for (size_t d = 2; d < s.dims.size(); d++)
+        order.push_back(V(s.dims[d]));
+    st.reorder(order);
+    if (parallel) st.parallel(V(cyo));
+    st.tensorize(V(cyi));
+}
+
 /// Whether the target's matrix unit computes update u of the output (Tensorize.h's
 /// `c(x, y) += a * b` of 8-bit integers or bfloat16), asked of the lowering on an instance of
 /// its own: the update's block of `cols` columns by rows tensorized, with the RVar `lane`
@@ -410,7 +443,6 @@ bool probe_tiles(const apps::Operator &op, const std::vector<int64_t> &shape, co
     int64_t rows = std::min<int64_t>(max_tile_block, s.extents[1]);
     while (s.extents[1] % rows != 0)
         rows--;
-    auto V = [](const std::string &n) { return VarOrRVar(n, false); };
     try {
         apps::OperatorInstance inst = op.make(shape);
         Func f = inst.output;
@@ -418,15 +450,7 @@ bool probe_tiles(const apps::Operator &op, const std::vector<int64_t> &shape, co
             f.bound(Var(s.dims[d]), 0, s.extents[d]);
         for (Func p : inst.stages)
             if (p.name() != s.out) p.compute_root();
-        const std::string &x = s.dims[0], &y = s.dims[1];
-        Stage st = f.update(u);
-        st.split(V(x), V(x + "_o"), V(x + "_i"), int(cols))
-            .split(V(y), V(y + "_o"), V(y + "_i"), int(rows));
-        std::vector<VarOrRVar> order{VarOrRVar(lane, true), V(x + "_i"), VarOrRVar(k, true),
-                                     V(y + "_i"),           V(x + "_o"), V(y + "_o")};
-        for (size_t d = 2; d < s.dims.size(); d++)
-            order.push_back(V(s.dims[d]));
-        st.reorder(order).tensorize(V(y + "_i"));
+        tensorize_nest(f.update(u), s, lane, k, cols, rows, 0, 0, false);
         std::optional<Type> input = tile_matmul_input(inst.pipeline().lower().body);
         return input && target.has_matrix_unit(*input);
     } catch (const CompileError &) {
@@ -816,13 +840,10 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
         if (d >= 3) held.emplace_back("inner_dim", s.dims[0]);
         held.emplace_back("outer_order", "y_outer");
         held.emplace_back("unroll_y", false);
-        for (const char *knob : {"r_at", "split_r", "vectorize", "rfactor"}) {
-            const std::string name = p + knob;
-            if (!space.has_knob(name)) continue;
-            held.emplace_back(name, std::string(knob) == "r_at"      ? nlohmann::json("innermost")
-                                    : std::string(knob) == "split_r" ? nlohmann::json(1)
-                                                                     : nlohmann::json(false));
-        }
+        const std::vector<std::pair<std::string, nlohmann::json>> update_knobs{
+            {"r_at", "innermost"}, {"split_r", 1}, {"vectorize", false}, {"rfactor", false}};
+        for (const auto &[knob, value] : update_knobs)
+            if (space.has_knob(p + knob)) held.emplace_back(p + knob, value);
         for (const Shape::Pack &pk : s.packs)
             if (pk.consumer == s.out && space.has_knob(pk.knob()))
                 held.emplace_back(pk.knob(), "none");
@@ -1223,38 +1244,6 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             }
             return std::make_pair(vx, rows);
         };
-        // A tensorized update (see the tensorize knobs in auto_space): blocks of tile_y rows by
-        // tile_x columns over the whole reduction (the k lanes innermost, the block's columns,
-        // the k steps, its rows: the loops the matrix unit's tile multiply replaces), in
-        // chunks of k steps outside the panel's blocks, panels outermost, the row blocks
-        // parallel.
-        auto tensorize_stage = [&](Stage st, const Shape::Update::Tiles &t, const std::string &p) {
-            const std::string &cx = s.dims[0], &cy = s.dims[1];
-            const int64_t panel = c.i(p + "panel"), chunk = c.i(p + "k_chunk");
-            const bool panels = panel < s.extents[0], chunks = chunk < t.k_steps;
-            const std::string cxo = cx + "_o", cxi = cx + "_i", cxp = cx + "_p", cyo = cy + "_o",
-                              cyi = cy + "_i", ko = t.k + "_o", ki = t.k + "_i";
-            if (panels) {
-                st.split(V(cx), V(cxp), V(cx + "_r"), int(panel));
-                st.split(V(cx + "_r"), V(cxo), V(cxi), int(c.i("tile_x")));
-            } else {
-                st.split(V(cx), V(cxo), V(cxi), int(c.i("tile_x")));
-            }
-            st.split(V(cy), V(cyo), V(cyi), int(c.i("tile_y")));
-            if (chunks)
-                st.split(VarOrRVar(t.k, true), VarOrRVar(ko, true), VarOrRVar(ki, true),
-                         int(chunk));
-            std::vector<VarOrRVar> order{VarOrRVar(t.lane, true), V(cxi),
-                                         VarOrRVar(chunks ? ki : t.k, true), V(cyi), V(cxo)};
-            if (chunks) order.emplace_back(ko, true);
-            order.push_back(V(cyo));
-            if (panels) order.push_back(V(cxp));
-            for (size_t k = 2; k < s.dims.size(); k++)
-                order.push_back(V(s.dims[k]));
-            st.reorder(order);
-            if (c.b("parallel")) st.parallel(V(cyo));
-            st.tensorize(V(cyi));
-        };
         if (d > 0) tile_stage(Stage(f.function(), 0), {}, false, true);
 
         std::vector<Func> sum_funcs; // the output's intermediates of sums
@@ -1280,7 +1269,10 @@ SearchSpace auto_space(const apps::Operator &op, const std::vector<int64_t> &sha
             const auto [r_where, r_registers, r_k_block] =
                 parse_placement(c.has(p + "r_at") ? c.s(p + "r_at") : "innermost");
             if (c.has(p + "tensorize") && c.b(p + "tensorize")) {
-                tensorize_stage(st, *u.tiles, p);
+                const int64_t panel = c.i(p + "panel"), chunk = c.i(p + "k_chunk");
+                tensorize_nest(st, s, u.tiles->lane, u.tiles->k, c.i("tile_x"), c.i("tile_y"),
+                               panel < s.extents[0] ? panel : 0,
+                               chunk < u.tiles->k_steps ? chunk : 0, c.b("parallel"));
             } else if (r_registers) {
                 // The reduction in an intermediate of sums, a register tile per tile or outer
                 // tile of the output; the update adds it in, tiled like the pure definition.
