@@ -126,6 +126,21 @@ std::optional<ConstInterval> Simplifier::bounds_for_binding(const Expr &value) {
 template <typename Node, typename Body>
 Body Simplifier::visit_let(const Node *op) {
     Expr value = mutate(op->value);
+    // `let x = a + c` (a constant c, a neither a constant nor a variable) becomes `let x.b = a`
+    // with x replaced by `x.b + c` in the body, as Halide's simplifier does: the constant offset
+    // is then visible where x is used. An unrolled copy's `x = (x.min + xo * 16) + 16` so gives
+    // indices that differ from the other copies' by constants, which LLVM needs to keep a tile
+    // of sums at those places in registers.
+    if (const auto *add = value.as<Add>(); add && value.type().is_int() &&
+                                           value.type().is_scalar() && is_const(add->b) &&
+                                           !is_const(add->a) && !add->a.template as<Variable>()) {
+        const std::string base = op->name + ".b";
+        if (!mentions(op->body, base) && !binds(op->body, base)) {
+            Body body = kiln::substitute(
+                op->name, Add::make(Variable::make(value.type(), base), add->b), op->body);
+            return mutate(Node::make(base, add->a, body));
+        }
+    }
     bool substitute = substitutable(op->name, value, op->body);
     Body body;
     {

@@ -164,21 +164,6 @@ Stmt build_stage(const PipelineEnv &env, const FunctionContents &f, int stage) {
         if (s.tail == TailStrategy::GuardWithIf) {
             body = IfThenElse::make(likely(var(s.old_var) <= var(loop_max(s.old_var))), body);
         }
-        // An unrolled inner loop: old = old.base + inner, with the base its own let, so that
-        // each unrolled copy's `old = old.base + k` is substituted (Simplify.cpp) and the copies'
-        // indices differ by constants from one base. A tile of sums inside a larger buffer (a
-        // row of sums, summed tile by tile) then stays in registers: LLVM tells the tile's
-        // places apart only when their addresses differ by constants.
-        bool unrolled_inner = false;
-        for (const LoopDim &d : ss.dims)
-            unrolled_inner =
-                unrolled_inner || (d.var == s.inner && d.for_type == ForType::Unrolled);
-        if (unrolled_inner) {
-            const std::string base_name = s.old_var + ".base";
-            body = LetStmt::make(s.old_var, var(base_name) + var(s.inner), body);
-            body = LetStmt::make(base_name, base + var(loop_min(s.old_var)), body);
-            continue;
-        }
         body = LetStmt::make(s.old_var, base + var(s.inner) + var(loop_min(s.old_var)), body);
     }
 

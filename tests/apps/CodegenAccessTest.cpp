@@ -240,6 +240,31 @@ size_t occurrences(const std::string &text, const std::string &what) {
 
 } // namespace
 
+// The K-blocked matmul of MatmulOnANarrowOutputBlocksK at 4096 x 64 x 4096 (compiled, not run):
+// prod holds two register tiles side by side, and the k loop of a block runs inside the loop
+// over the tiles, so the tile's 16 sums are places in prod at indices like `j.min + tile * 32 +
+// 16` that depend on the tile loop. LLVM keeps them in registers across the block (16 vector
+// phis, no store) only while their addresses differ by constants; a lowering that hid the
+// constants behind lets of their own names made every FMA load and store its sum (2x slower).
+TEST(CodegenAccess, TheKBlockedMatmulsTileOfSumsStaysInRegisters) {
+    const apps::Operator &op = apps::find_operator("matmul");
+    apps::OperatorInstance inst = op.make({4096, 64, 4096}); // compiled, not run
+    apps::schedule_from_generator(op.generator, op.generator_params, inst, avx512_target(),
+                                  {{"tile_j", "32"},
+                                   {"tile_i", "8"},
+                                   {"outer_order", "io_inner"},
+                                   {"b_panel", "at_jo"},
+                                   {"k_unroll", "1"},
+                                   {"j_tiles", "2"},
+                                   {"k_block", "256"}});
+    std::string ir = compile_to_llvm_module(inst.pipeline().lower(), avx512_target()).llvm_ir();
+    std::string body = block_of(ir, "prod.s1.k.x_i.body");
+    ASSERT_FALSE(body.empty()) << ir;
+    EXPECT_EQ(body.find("store "), std::string::npos) << body;
+    EXPECT_EQ(occurrences(body, "= phi <16 x float>"), 16u) << body;
+    EXPECT_EQ(occurrences(body, "@llvm.fma.v16f32("), 16u) << body;
+}
+
 // store_nontemporal: the output's dense vector stores are movntps where the address is aligned
 // to the vector, plain stores where it is not (checked per store), and the parallel task that
 // stores them ends with an sfence. The values are right either way: an output buffer 64-byte
@@ -370,10 +395,11 @@ TEST(CodegenAccess, Conv2dKernelHoldsATileOf14PixelsBy32ChannelsInRegisters) {
 
 // conv2d with conv_at = y: conv holds a whole row of 56 pixels by 32 output channels, summed
 // tile by tile (14 pixels) inside it. The tile's 28 sums are 28 places in the row buffer whose
-// indices differ by constants (the simplifier substitutes the unrolled copies' `x = xo * 14 +
-// x.min + k`), so LLVM keeps them in registers across the reduction, as for a buffer of one tile:
-// 28 vector phis and no store in the innermost loop. Without that substitution every FMA loaded
-// and stored its sum (3x slower).
+// indices differ by constants (the simplifier binds each unrolled copy's `x = (xo * 14 + x.min)
+// + k` as `x.b = xo * 14 + x.min` and leaves `x.b + k` in the index), so LLVM keeps them in
+// registers across the reduction, as for a buffer of one tile: 28 vector phis and no store in
+// the innermost loop. With the constant inside the let every FMA loaded and stored its sum (3x
+// slower).
 TEST(CodegenAccess, ATileOfSumsInARowBufferStaysInRegisters) {
     const apps::Operator &op = apps::find_operator("conv2d");
     apps::OperatorInstance inst = op.make({32, 32, 6, 56});

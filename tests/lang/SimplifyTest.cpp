@@ -464,6 +464,37 @@ TEST(Simplify, ARampsAlignmentComesThroughALet) {
     EXPECT_NE(d.as<Let>()->body.as<Div>(), nullptr) << d;
 }
 
+// `let t = a + c` with a constant c and a neither a constant nor a variable binds the base to
+// a name of its own, `t.b = a`, and leaves `t.b + c` where t was (as Halide's simplifier does):
+// two unrolled copies' indices then differ by the constant. Not for a variable base (that let is
+// substituted whole) nor where the body already uses the name t.b.
+TEST(Simplify, ALetOfABasePlusAConstantKeepsTheConstantInTheBody) {
+    Expr base = Add::make(Mul::make(y, Expr(16)), z);
+    Expr t = var("t");
+    Expr e = simplify(Let::make("t", Add::make(base, Expr(16)), Mul::make(t, Expr(2))));
+    const auto *let = e.as<Let>();
+    ASSERT_NE(let, nullptr) << e;
+    EXPECT_EQ(let->name, "t.b");
+    EXPECT_TRUE(equal(let->value, simplify(base))) << e;
+    EXPECT_TRUE(equal(let->body, simplify(Add::make(Mul::make(var("t.b"), Expr(2)), Expr(32)))))
+        << e;
+    // Two copies: their difference shows the constant (u.b and t.b are one value, which LLVM
+    // merges; the simplifier does not compare let values).
+    Expr two = Let::make("t", Add::make(base, Expr(16)),
+                         Let::make("u", Add::make(base, Expr(17)), Sub::make(var("u"), t)));
+    Expr got = simplify(two);
+    const auto *outer = got.as<Let>();
+    ASSERT_NE(outer, nullptr) << got;
+    const auto *inner = outer->body.as<Let>();
+    ASSERT_NE(inner, nullptr) << got;
+    EXPECT_EQ(outer->name, "t.b");
+    EXPECT_EQ(inner->name, "u.b");
+    EXPECT_TRUE(equal(inner->body, simplify(Add::make(Sub::make(var("u.b"), var("t.b")), Expr(1)))))
+        << got;
+    Expr taken = Let::make("t", Add::make(base, Expr(16)), Add::make(t, var("t.b")));
+    EXPECT_EQ(simplify(taken).as<Let>()->name, "t") << simplify(taken);
+}
+
 // A value that is one of two (min, max, select) is aligned as both are: the start of a block of
 // 32 output channels whose last block is shifted inwards, min(C - 32, x * 32) with C = 224, is a
 // multiple of 32, so 16 lanes from it stay in one block of 16. Where one side is not (C = 216:
