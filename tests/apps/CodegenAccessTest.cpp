@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -238,6 +239,16 @@ size_t occurrences(const std::string &text, const std::string &what) {
     return n;
 }
 
+/// The LLVM IR of a conv2d operator's innermost reduction loop (`conv.s1.r.x.body`), compiled
+/// for AVX-512 from its template with `knobs` (the hand schedule where empty); empty when the
+/// loop is not there.
+std::string conv_kernel_body(const apps::Operator &op, apps::OperatorInstance &inst,
+                             const std::map<std::string, std::string> &knobs = {}) {
+    apps::schedule_from_generator(op.generator, op.generator_params, inst, avx512_target(), knobs);
+    std::string ir = compile_to_llvm_module(inst.pipeline().lower(), avx512_target()).llvm_ir();
+    return block_of(ir, "conv.s1.r.x.body");
+}
+
 } // namespace
 
 // The K-blocked matmul of MatmulOnANarrowOutputBlocksK at 4096 x 64 x 4096 (compiled, not run):
@@ -379,11 +390,8 @@ TEST(CodegenAccess, AnOutputsTileOfSumsStaysInRegistersInItsRfactorIntermediate)
 TEST(CodegenAccess, Conv2dKernelHoldsATileOf14PixelsBy32ChannelsInRegisters) {
     const apps::Operator &op = apps::find_operator("conv2d");
     apps::OperatorInstance inst = op.make({64, 64, 14, 14});
-    op.hand_schedule(inst, avx512_target());
-    LoweredFunc lowered = inst.pipeline().lower();
-    std::string ir = compile_to_llvm_module(lowered, avx512_target()).llvm_ir();
-    std::string body = block_of(ir, "conv.s1.r.x.body");
-    ASSERT_FALSE(body.empty()) << ir;
+    std::string body = conv_kernel_body(op, inst);
+    ASSERT_FALSE(body.empty());
     EXPECT_EQ(body.find("store "), std::string::npos) << body;
     EXPECT_EQ(body.find("gather"), std::string::npos) << body;
     EXPECT_EQ(occurrences(body, "= phi <16 x float>"), 28u) << body;
@@ -403,11 +411,8 @@ TEST(CodegenAccess, Conv2dKernelHoldsATileOf14PixelsBy32ChannelsInRegisters) {
 TEST(CodegenAccess, ATileOfSumsInARowBufferStaysInRegisters) {
     const apps::Operator &op = apps::find_operator("conv2d");
     apps::OperatorInstance inst = op.make({32, 32, 6, 56});
-    apps::schedule_from_generator(op.generator, op.generator_params, inst, avx512_target(),
-                                  {{"conv_at", "y"}});
-    std::string ir = compile_to_llvm_module(inst.pipeline().lower(), avx512_target()).llvm_ir();
-    std::string body = block_of(ir, "conv.s1.r.x.body");
-    ASSERT_FALSE(body.empty()) << ir;
+    std::string body = conv_kernel_body(op, inst, {{"conv_at", "y"}});
+    ASSERT_FALSE(body.empty());
     EXPECT_EQ(body.find("store "), std::string::npos) << body;
     EXPECT_EQ(occurrences(body, "= phi <16 x float>"), 28u) << body;
     EXPECT_EQ(occurrences(body, "@llvm.fma.v16f32("), 28u) << body;
@@ -422,10 +427,8 @@ TEST(CodegenAccess, ATileOfSumsInARowBufferStaysInRegisters) {
 TEST(CodegenAccess, Conv2dPackedReadsItsBlockedWeightsAsDenseVectors) {
     const apps::Operator &op = apps::find_operator("conv2d_packed");
     apps::OperatorInstance inst = op.make({64, 48, 14, 14});
-    op.hand_schedule(inst, avx512_target());
-    std::string ir = compile_to_llvm_module(inst.pipeline().lower(), avx512_target()).llvm_ir();
-    std::string body = block_of(ir, "conv.s1.r.x.body");
-    ASSERT_FALSE(body.empty()) << ir;
+    std::string body = conv_kernel_body(op, inst);
+    ASSERT_FALSE(body.empty());
     EXPECT_EQ(body.find("gather"), std::string::npos) << body;
     EXPECT_EQ(occurrences(body, "@llvm.fma.v16f32("), 28u) << body;
     EXPECT_EQ(occurrences(body, "= load <16 x float>"), 2u) << body;
