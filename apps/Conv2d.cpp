@@ -211,16 +211,13 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     // OB channels need to be read as vectors.
     out.bound(co, 0, int(CO));
     const bool row = conv_at == "y";
+    out.split(co, coo, coi, tile_co);
     if (row) {
-        out.split(co, coo, coi, tile_co)
-            .split(x, xo, xi, std::min<int64_t>(vec, W), TailStrategy::ShiftInwards)
+        out.split(x, xo, xi, std::min<int64_t>(vec, W), TailStrategy::ShiftInwards)
             .reorder(xi, coi, xo, y, coo)
             .vectorize(xi);
     } else {
-        out.split(co, coo, coi, tile_co)
-            .split(x, xo, xi, tile_x)
-            .reorder(coi, xi, xo, y, coo)
-            .vectorize(coi, lanes);
+        out.split(x, xo, xi, tile_x).reorder(coi, xi, xo, y, coo).vectorize(coi, lanes);
     }
     if (parallel) out.parallel(over_blocks ? coo : y);
     // The padded input in blocks of channels (make_conv2d): a transpose, each vector of a
@@ -261,26 +258,20 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     // order would sum the products in another order. unroll_kx unrolls r.y, the 3 taps of a row.
     // RoundUp: conv's region is exactly tile_co channels, a multiple of the vector: no guard.
     Stage up = conv.update(0);
+    up.split(co, co, cv, lanes, TailStrategy::RoundUp);
+    // With a row of sums (conv_at y), its tiles: x split by tile_x outside the sum's loops,
+    // each tile's sums in registers across the whole reduction.
     Var cxo("cxo"), cxi("cxi");
     if (row) {
-        // The row's tiles: x split by tile_x outside the sum's loops, each tile's sums in
-        // registers across the whole reduction.
-        up.split(co, co, cv, lanes, TailStrategy::RoundUp)
-            .split(x, cxo, cxi, tile_x, TailStrategy::RoundUp)
+        up.split(x, cxo, cxi, tile_x, TailStrategy::RoundUp)
             .reorder(cv, co, cxi, VarOrRVar("r.x", true), VarOrRVar("r.y", true),
-                     VarOrRVar("r.z", true), VarOrRVar("r.w", true), cxo, y)
-            .vectorize(cv)
-            .unroll(co);
-        if (unroll_x) up.unroll(cxi);
-        if (unroll_kx) up.unroll(VarOrRVar("r.y", true));
-        return;
+                     VarOrRVar("r.z", true), VarOrRVar("r.w", true), cxo, y);
+    } else {
+        up.reorder(cv, co, x, y, VarOrRVar("r.x", true), VarOrRVar("r.y", true),
+                   VarOrRVar("r.z", true), VarOrRVar("r.w", true));
     }
-    up.split(co, co, cv, lanes, TailStrategy::RoundUp)
-        .reorder(cv, co, x, y, VarOrRVar("r.x", true), VarOrRVar("r.y", true),
-                 VarOrRVar("r.z", true), VarOrRVar("r.w", true))
-        .vectorize(cv)
-        .unroll(co);
-    if (unroll_x) up.unroll(x);
+    up.vectorize(cv).unroll(co);
+    if (unroll_x) up.unroll(row ? VarOrRVar(cxi) : VarOrRVar(x));
     if (unroll_kx) up.unroll(VarOrRVar("r.y", true));
 }
 
