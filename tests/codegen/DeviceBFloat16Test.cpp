@@ -11,7 +11,10 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "codegen/CodeGenDevice.h"
@@ -27,6 +30,7 @@
 #include "schedule/Lower.h"
 #include "tests/codegen/CodeGenTestUtil.h"
 #include "tests/codegen/DeviceTestUtil.h"
+#include "tests/lang/ErrorOf.h"
 
 namespace kiln {
 namespace {
@@ -402,6 +406,58 @@ TEST(DeviceBFloat16, ArithmeticOnBFloat16IsAnInternalError) {
         }
     }
 }
+
+// Each comparison of two bfloat16 values reaching device code is refused the same way, with a
+// message naming the comparison (the check reads the operands' type, not the comparison's bool).
+struct BFloat16Comparison {
+    const char *name;
+    Expr (*make)(Expr, Expr);
+};
+
+void PrintTo(const BFloat16Comparison &comparison, std::ostream *os) {
+    *os << comparison.name;
+}
+
+const BFloat16Comparison bfloat16_comparisons[] = {
+    {"EQ", [](Expr a, Expr b) { return EQ::make(std::move(a), std::move(b)); }},
+    {"NE", [](Expr a, Expr b) { return NE::make(std::move(a), std::move(b)); }},
+    {"LT", [](Expr a, Expr b) { return LT::make(std::move(a), std::move(b)); }},
+    {"LE", [](Expr a, Expr b) { return LE::make(std::move(a), std::move(b)); }},
+    {"GT", [](Expr a, Expr b) { return GT::make(std::move(a), std::move(b)); }},
+    {"GE", [](Expr a, Expr b) { return GE::make(std::move(a), std::move(b)); }},
+};
+
+class DeviceBFloat16Comparison
+    : public testing::TestWithParam<std::tuple<BFloat16Comparison, GpuApi>> {};
+
+TEST_P(DeviceBFloat16Comparison, IsAnInternalErrorNamingIt) {
+    auto [comparison, api] = GetParam();
+    Expr i = Variable::make(Int(32), "i");
+    Expr e = comparison.make(Load::make(BFloat(16), "in", i), Load::make(BFloat(16), "in", i + 1));
+    DeviceKernel k;
+    k.name = "bf16_compare";
+    k.args = {test::buffer_argument("in", BFloat(16), false),
+              test::buffer_argument("out", Bool(), true)};
+    k.body = LetStmt::make("i", test::gpu_thread_id(0), Store::make("out", e, Expr(0)));
+    std::ostringstream printed;
+    printed << e;
+    std::string expected =
+        "device code: " + printed.str() +
+        " computes on bfloat16, which only Load, Store, Cast, Select and "
+        "Broadcast may hold (the operators compute on it in float32: lang/Type.h)";
+    std::string message = test::error_of<InternalError>([&] { print_device_source({k}, api); });
+    EXPECT_NE(message.find(expected), std::string::npos)
+        << "the message: " << message << "\nshould contain: " << expected;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllComparisons, DeviceBFloat16Comparison,
+    testing::Combine(testing::ValuesIn(bfloat16_comparisons),
+                     testing::Values(GpuApi::OpenCL, GpuApi::CUDA)),
+    [](const testing::TestParamInfo<DeviceBFloat16Comparison::ParamType> &info) {
+        return std::string(std::get<0>(info.param).name) + "_" +
+               gpu_api_name(std::get<1>(info.param));
+    });
 
 } // namespace
 } // namespace kiln
