@@ -118,26 +118,17 @@ TEST(CodegenAccess, MatmulMicroKernelHasNoGathersOrScatters) {
     EXPECT_NE(assembly.find("zmm"), std::string::npos);
 }
 
-// The hand micro-kernel with AVX-512's 32 registers: a tile of 4 vectors x 6 rows, k unrolled
-// twice. Its loop (from a label to the branch back to it) is 48 FMAs on 24 accumulators that stay
-// in registers (nothing on the stack), 12 broadcasts of A and 8 vector loads of B's panel:
-//   vbroadcastss -4(%r12), %zmm25; vmovups -448(%r11), %zmm26; ... 4 loads
-//   vfmadd231ps %zmm26, %zmm25, %zmm23; ... 4 FMAs per broadcast, 6 broadcasts per k
-TEST(CodegenAccess, MatmulHandKernelIs48FMAsPerTwoStepsOfK) {
-    const apps::Operator &op = apps::find_operator("matmul");
-    apps::OperatorInstance inst = op.make({96, 128, 256});
-    op.hand_schedule(inst, avx512_target());
-    std::string assembly =
-        compile_to_llvm_module(inst.pipeline().lower(), avx512_target()).assembly();
-    // The loop with the most FMAs, the innermost one of those (an outer loop holds as many).
+/// The innermost of the assembly's loops (from a label to the branch back to it) with the most
+/// FMAs (an outer loop holds as many), as lines of text; empty when there is none.
+std::string fma_loop(const std::string &assembly) {
     std::istringstream in(assembly);
     std::vector<std::string> lines;
     for (std::string l; std::getline(in, l);)
         lines.push_back(l);
-    auto count = [&](size_t from, size_t to, const std::string &what) {
+    auto count = [&](size_t from, size_t to) {
         size_t n = 0;
         for (size_t i = from; i < to; i++)
-            n += lines[i].find(what) != std::string::npos;
+            n += lines[i].find("vfmadd231ps") != std::string::npos;
         return n;
     };
     size_t best_fmas = 0, best_from = 0, best_to = 0;
@@ -147,7 +138,7 @@ TEST(CodegenAccess, MatmulHandKernelIs48FMAsPerTwoStepsOfK) {
         for (size_t j = i + 1; j < lines.size(); j++) {
             if (lines[j].find("\tj") != std::string::npos &&
                 lines[j].substr(lines[j].find_last_of("\t ") + 1) == label) {
-                size_t fmas = count(i, j, "vfmadd231ps");
+                size_t fmas = count(i, j);
                 if (fmas > best_fmas || (fmas == best_fmas && j - i < best_to - best_from)) {
                     best_fmas = fmas;
                     best_from = i;
@@ -160,10 +151,56 @@ TEST(CodegenAccess, MatmulHandKernelIs48FMAsPerTwoStepsOfK) {
     std::string loop;
     for (size_t i = best_from; i <= best_to && best_to > 0; i++)
         loop += lines[i] + "\n";
-    EXPECT_EQ(best_fmas, 48u) << loop;
-    EXPECT_EQ(count(best_from, best_to, "vbroadcastss"), 12u) << loop;
-    EXPECT_EQ(count(best_from, best_to, "vmovups"), 8u) << loop;
-    EXPECT_EQ(count(best_from, best_to, "rsp"), 0u) << loop;
+    return loop;
+}
+
+/// How many times `what` occurs in `text`.
+size_t occurrences(const std::string &text, const std::string &what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+        n++;
+    return n;
+}
+
+// The hand micro-kernel with AVX-512's 32 registers: a tile of 4 vectors x 6 rows, k unrolled
+// twice. Its loop (from a label to the branch back to it) is 48 FMAs on 24 accumulators that stay
+// in registers (nothing on the stack), 12 broadcasts of A and 8 vector loads of B's panel:
+//   vbroadcastss -4(%r12), %zmm25; vmovups -448(%r11), %zmm26; ... 4 loads
+//   vfmadd231ps %zmm26, %zmm25, %zmm23; ... 4 FMAs per broadcast, 6 broadcasts per k
+TEST(CodegenAccess, MatmulHandKernelIs48FMAsPerTwoStepsOfK) {
+    const apps::Operator &op = apps::find_operator("matmul");
+    apps::OperatorInstance inst = op.make({96, 128, 256});
+    op.hand_schedule(inst, avx512_target());
+    std::string loop =
+        fma_loop(compile_to_llvm_module(inst.pipeline().lower(), avx512_target()).assembly());
+    EXPECT_EQ(occurrences(loop, "vfmadd231ps"), 48u) << loop;
+    EXPECT_EQ(occurrences(loop, "vbroadcastss"), 12u) << loop;
+    EXPECT_EQ(occurrences(loop, "vmovups"), 8u) << loop;
+    EXPECT_EQ(occurrences(loop, "rsp"), 0u) << loop;
+    EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
+}
+
+// Software prefetch around the register-tiled loop: the hand kernel with its loop over pairs of
+// k split into blocks of 8 pairs, and A's rows prefetched 2 blocks ahead at the block loop. The
+// region (16 values of k in each of the tile's 6 rows) is of constant size, so it is 12
+// straight-line prefetches (each row's first and last element), not loops with counters and a
+// min per line; the kernel's loop is still the 48 FMAs on accumulators that stay in registers
+// (nothing on the stack) with no prefetch inside. Same values.
+TEST(CodegenAccess, PrefetchAroundTheMatmulKernelIsStraightLineCode) {
+    const apps::Operator &op = apps::find_operator("matmul");
+    apps::OperatorInstance inst = op.make({96, 128, 256});
+    op.hand_schedule(inst, avx512_target());
+    VarOrRVar ko("k.x_o", true), kb("k.x_b", true), kc("k.x_c", true);
+    inst.stages[1].update(0).split(ko, kb, kc, 8).prefetch(inst.inputs[0], kb, kb, 2);
+    std::string assembly =
+        compile_to_llvm_module(inst.pipeline().lower(), avx512_target()).assembly();
+    std::string loop = fma_loop(assembly);
+    EXPECT_EQ(occurrences(loop, "vfmadd231ps"), 48u) << loop;
+    EXPECT_EQ(occurrences(loop, "rsp"), 0u) << loop;
+    EXPECT_EQ(occurrences(loop, "prefetcht0"), 0u) << loop;
+    EXPECT_EQ(occurrences(assembly, "prefetcht0"), 12u) << assembly;
+    std::string text = inst.pipeline().lowered_text();
+    EXPECT_EQ(text.find(".prefetch_A.line"), std::string::npos) << text;
     EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
 }
 
@@ -229,14 +266,6 @@ std::string block_of(const std::string &ir, const std::string &label) {
     if (at == std::string::npos) return "";
     size_t end = ir.find("\n\n", at + 1);
     return ir.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
-}
-
-/// How many times `what` occurs in `text`.
-size_t occurrences(const std::string &text, const std::string &what) {
-    size_t n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-        n++;
-    return n;
 }
 
 /// The LLVM IR of a conv2d operator's innermost reduction loop (`conv.s1.r.x.body`), compiled

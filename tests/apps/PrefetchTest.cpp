@@ -82,19 +82,20 @@ struct Rows {
 };
 
 // f.prefetch(in, y, y, 2): in the loop over y, before its body, the two rows the body reads
-// at y + 2, 100 floats each: 8 lines of 16 floats (the first line's start, every 16 floats
-// after, and the last element: 7 steps and the end), behind an if for the last two rows. Same
-// values as without.
+// at y + 2, 300 floats each: 20 lines of 16 floats (the first line's start, every 16 floats
+// after, and the last element: 18 steps and the end), a loop over lines in a loop over rows
+// (40 lines are more than straight-line code is made of), behind an if for the last two rows.
+// Same values as without.
 TEST(Prefetch, RowsTwoIterationsAheadOnePrefetchPerCacheLineGuarded) {
     Rows r;
-    Buffer<float> in = r.input(100, 20);
+    Buffer<float> in = r.input(300, 20);
     r.in.set(in);
-    Buffer<float> plain = Pipeline(r.f).realize({100, 20});
-    r.f.bound(r.x, 0, 100).prefetch(r.in, r.y, r.y, 2);
+    Buffer<float> plain = Pipeline(r.f).realize({300, 20});
+    r.f.bound(r.x, 0, 300).prefetch(r.in, r.y, r.y, 2);
     Prefetches p = prefetches_of(r.f);
     ASSERT_EQ(p.calls, 1);
     ASSERT_EQ(p.line_extents.size(), 1u);
-    EXPECT_TRUE(is_const(p.line_extents[0], 8)) << p.line_extents[0];
+    EXPECT_TRUE(is_const(p.line_extents[0], 20)) << p.line_extents[0];
     EXPECT_EQ(p.guarded, 1);
     EXPECT_TRUE(contains(p.loops_around, "pf_f.s0.y")) << testing::PrintToString(p.loops_around);
     EXPECT_FALSE(contains(p.loops_around, "pf_f.s0.x")) << testing::PrintToString(p.loops_around);
@@ -106,8 +107,43 @@ TEST(Prefetch, RowsTwoIterationsAheadOnePrefetchPerCacheLineGuarded) {
     CompiledPipeline c = Pipeline(r.f).compile_jit();
     EXPECT_NE(c.llvm_ir().find("@llvm.prefetch"), std::string::npos);
     EXPECT_NE(c.assembly().find("prefetcht0"), std::string::npos);
-    Buffer<float> out({100, 20}, "pf_f");
+    Buffer<float> out({300, 20}, "pf_f");
     c.realize_into({out});
+    for (int j = 0; j < 20; j++) {
+        for (int i = 0; i < 300; i++)
+            ASSERT_EQ(out(i, j), plain(i, j)) << i << ", " << j;
+    }
+}
+
+// A region of constant size and at most 16 lines is prefetched by straight-line code: each
+// prefetch at the region's min plus a constant, no loops (inside a register-tiled loop their
+// counters and per-line mins cost the tile its registers). The two rows of 100 floats: lines
+// at 0, 16, ..., 96 and the last element 99, for rows y + 2 and y + 3. Same values as without.
+TEST(Prefetch, ASmallRegionOfConstantSizeIsPrefetchedByStraightLineCode) {
+    Rows r;
+    Buffer<float> in = r.input(100, 20);
+    r.in.set(in);
+    Buffer<float> plain = Pipeline(r.f).realize({100, 20});
+    r.f.bound(r.x, 0, 100).prefetch(r.in, r.y, r.y, 2);
+    Prefetches p = prefetches_of(r.f);
+    EXPECT_EQ(p.calls, 16);
+    EXPECT_TRUE(p.line_extents.empty());
+    EXPECT_EQ(p.guarded, 16);
+    std::string lowered = Pipeline(r.f).lowered_text();
+    size_t from = lowered.find("== after inject prefetches");
+    ASSERT_NE(from, std::string::npos);
+    std::string pass = lowered.substr(from, lowered.find("\n== ", from) - from);
+    for (int row : {2, 3}) {
+        for (int at : {0, 16, 32, 48, 64, 80, 96, 99}) {
+            std::string x = at == 0 ? "pf_f.s0.x.loop_min"
+                                    : "(pf_f.s0.x.loop_min + " + std::to_string(at) + ")";
+            std::string call =
+                "prefetch(pf_in(" + x + ", (pf_f.s0.y + " + std::to_string(row) + ")))";
+            EXPECT_NE(pass.find(call), std::string::npos) << call << "\n" << pass;
+        }
+    }
+    EXPECT_EQ(pass.find(".line"), std::string::npos) << pass;
+    Buffer<float> out = Pipeline(r.f).realize({100, 20});
     for (int j = 0; j < 20; j++) {
         for (int i = 0; i < 100; i++)
             ASSERT_EQ(out(i, j), plain(i, j)) << i << ", " << j;
@@ -115,8 +151,9 @@ TEST(Prefetch, RowsTwoIterationsAheadOnePrefetchPerCacheLineGuarded) {
 }
 
 // Clamp and NonFaulting have no guard (Clamp looks at the last row again, NonFaulting past it);
-// from outside at: the loop over x prefetches what its body reads at the next y; values the
-// same with each.
+// from outside at: the loop over x prefetches what its body reads at the next y (8 floats of
+// two rows: each row's first and last element, 4 straight-line prefetches); values the same
+// with each.
 TEST(Prefetch, BoundStrategiesAndAFromLoopOutsideAt) {
     for (PrefetchBoundStrategy s :
          {PrefetchBoundStrategy::Clamp, PrefetchBoundStrategy::NonFaulting}) {
@@ -127,7 +164,7 @@ TEST(Prefetch, BoundStrategiesAndAFromLoopOutsideAt) {
         Var xo("xo"), xi("xi");
         r.f.split(r.x, xo, xi, 8).prefetch(r.in, xo, r.y, 1, s);
         Prefetches p = prefetches_of(r.f);
-        ASSERT_EQ(p.calls, 1) << prefetch_strategy_name(s);
+        ASSERT_EQ(p.calls, 4) << prefetch_strategy_name(s);
         EXPECT_EQ(p.guarded, 0) << prefetch_strategy_name(s);
         EXPECT_TRUE(contains(p.loops_around, "pf_f.s0.xo"));
         Buffer<float> out = Pipeline(r.f).realize({40, 9});
