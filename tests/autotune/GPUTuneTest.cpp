@@ -7,6 +7,7 @@
 
 #include "tests/autotune/PlainMatmul.h"
 #include "tests/autotune/TempDir.h"
+#include "tests/lang/ErrorOf.h"
 
 #include <unistd.h>
 
@@ -651,13 +652,8 @@ TEST(GPUTune, AutoGPUSpaceStagesAUsersMatmulInputsInSharedMemoryPerStep) {
     Config config = space.from_json(j);
     ASSERT_TRUE(space.valid(config)) << space.violated(config);
     // Staging needs a step; a step needs the sums per block. from_json names the constraint.
-    auto broken = [](const SearchSpace &sp, const nlohmann::json &config) -> std::string {
-        try {
-            sp.from_json(config);
-        } catch (const CompileError &e) {
-            return e.what();
-        }
-        return "";
+    auto broken = [](const SearchSpace &sp, const nlohmann::json &config) {
+        return kiln::test::error_of([&] { sp.from_json(config); });
     };
     nlohmann::json no_step = j;
     no_step["C_sums_r_step"] = 1;

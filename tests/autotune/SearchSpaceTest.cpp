@@ -95,15 +95,6 @@ SearchSpace small_space() {
     return s;
 }
 
-std::string message_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "(no error)";
-}
-
 } // namespace
 
 TEST(SearchSpace, KnobsListTheirValues) {
@@ -130,7 +121,7 @@ TEST(SearchSpace, ConfigJsonRoundTripsAndViewsAreTyped) {
     EXPECT_EQ(v.s("where"), "root");
     EXPECT_TRUE(v.b("parallel"));
     EXPECT_EQ(v.perm("order"), (std::vector<std::string>{"y", "x", "c"}));
-    EXPECT_EQ(message_of([&] { v.s("split"); }),
+    EXPECT_EQ(kiln::test::error_of([&] { v.s("split"); }),
               "config: knob 'split' of space 'small' is not a choice knob");
 }
 
@@ -140,34 +131,35 @@ TEST(SearchSpace, BadConfigsAreRejectedWithClearMessages) {
                            {"where", "root"}, {"parallel", true}, {"order", {"x", "y", "c"}}};
     nlohmann::json bad_value = good;
     bad_value["split"] = 5;
-    EXPECT_EQ(message_of([&] { s.from_json(bad_value); }),
+    EXPECT_EQ(kiln::test::error_of([&] { s.from_json(bad_value); }),
               "config: knob 'split' of space 'small' must be one of 1, 2, 3, 4, 6, 12, got 5");
     nlohmann::json unknown = good;
     unknown["tile"] = 3;
-    EXPECT_EQ(message_of([&] { s.from_json(unknown); }),
+    EXPECT_EQ(kiln::test::error_of([&] { s.from_json(unknown); }),
               "config: space 'small' has no knob 'tile'; its knobs are: split, vector, unroll, "
               "where, parallel, order");
     nlohmann::json missing = good;
     missing.erase("where");
-    EXPECT_EQ(message_of([&] { s.from_json(missing); }),
+    EXPECT_EQ(kiln::test::error_of([&] { s.from_json(missing); }),
               "config for space 'small' misses knob 'where'; give one of: \"inline\", \"root\"");
     nlohmann::json broken = good;
     broken["split"] = 12;
     broken["vector"] = 8;
-    EXPECT_EQ(message_of([&] { s.from_json(broken); }),
+    EXPECT_EQ(kiln::test::error_of([&] { s.from_json(broken); }),
               "config " + broken.dump() +
                   " breaks the constraint 'split * vector <= 48' of space 'small'");
-    EXPECT_EQ(message_of([&] { s.from_json(nlohmann::json::array()); }),
+    EXPECT_EQ(kiln::test::error_of([&] { s.from_json(nlohmann::json::array()); }),
               "config for space 'small' must be a JSON object of knob name -> value, got []");
 }
 
 TEST(SearchSpace, BuildingErrorsNameTheKnob) {
     SearchSpace s("t");
     s.add_bool("a");
-    EXPECT_EQ(message_of([&] { s.add_bool("a"); }), "search space 't': knob 'a' is defined twice");
-    EXPECT_EQ(message_of([&] { s.add_range("r", 5, 1); }),
+    EXPECT_EQ(kiln::test::error_of([&] { s.add_bool("a"); }),
+              "search space 't': knob 'a' is defined twice");
+    EXPECT_EQ(kiln::test::error_of([&] { s.add_range("r", 5, 1); }),
               "search space 't': knob 'r' has no values; widen its range");
-    EXPECT_EQ(message_of([&] { s.add_range("r", 1, 5, 0); }),
+    EXPECT_EQ(kiln::test::error_of([&] { s.add_range("r", 1, 5, 0); }),
               "search space 't': knob 'r' needs a positive step, got 0");
 }
 
@@ -232,18 +224,18 @@ TEST(SearchSpace, WeightsMakeAValueLikelierWithoutExcludingTheOthers) {
     EXPECT_GT(repaired[8], repaired[1] + repaired[2] / 2);
     EXPECT_GT(repaired[1], 0);
 
-    EXPECT_EQ(message_of([&] {
+    EXPECT_EQ(kiln::test::error_of([&] {
                   s.set_weights("w", {1, 2});
               }),
               "search space 'weighted': set_weights(\"w\") got 2 weights for its 4 values; give "
               "one per value");
-    EXPECT_EQ(message_of([&] {
+    EXPECT_EQ(kiln::test::error_of([&] {
                   s.set_weights("w", {1, 0, 1, 1});
               }),
               "search space 'weighted': set_weights(\"w\"): the weight of 2 is 0; weights must "
               "be positive finite numbers (a value no draw should reach is a constraint, not a "
               "weight)");
-    EXPECT_EQ(message_of([&] { s.set_weights("q", {1}); }),
+    EXPECT_EQ(kiln::test::error_of([&] { s.set_weights("q", {1}); }),
               "config: space 'weighted' has no knob 'q'; its knobs are: w, p");
 }
 
@@ -428,13 +420,13 @@ TEST(SearchSpace, CoupledKnobsStepTogetherInMutations) {
     EXPECT_TRUE(space(true).coupled(2).empty());
 
     SearchSpace s = space(false);
-    EXPECT_EQ(message_of([&] { s.add_coupling("k0", "where"); }),
+    EXPECT_EQ(kiln::test::error_of([&] { s.add_coupling("k0", "where"); }),
               "search space 'coupled': add_coupling(\"k0\", \"where\"): knob 'where' is not an "
               "integer knob; only ordered (integer) knobs step together");
-    EXPECT_EQ(message_of([&] { s.add_coupling("k3", "k3"); }),
+    EXPECT_EQ(kiln::test::error_of([&] { s.add_coupling("k3", "k3"); }),
               "search space 'coupled': add_coupling(\"k3\", \"k3\") couples a knob to itself; "
               "name two different integer knobs");
-    EXPECT_THAT(message_of([&] { s.add_coupling("k0", "nope"); }),
+    EXPECT_THAT(kiln::test::error_of([&] { s.add_coupling("k0", "nope"); }),
                 ::testing::HasSubstr("has no knob 'nope'"));
 }
 
@@ -520,7 +512,7 @@ TEST(SearchSpace, BrokenConfigIsRejectedBeforeScheduling) {
                                  "hold for "),
               std::string::npos)
         << t.violated(c);
-    std::string message = message_of([&] { t.trace(op, {64, 64, 64}, c); });
+    std::string message = kiln::test::error_of([&] { t.trace(op, {64, 64, 64}, c); });
     EXPECT_NE(message.find("breaks the constraint 'generator constraint 'tile_j <= N and tile_i "
                            "<= M' does not hold for "),
               std::string::npos)
@@ -1005,7 +997,7 @@ TEST(AutoSpace, RegisterTilesNeedTheOutputsXAndStayInsideTheInput) {
     SearchSpace s = auto_space(op, {24, 40}, Target::host());
     nlohmann::json j = valid_config(s, 9);
     j["row_sum_at"] = "tile:registers";
-    std::string message = message_of([&] { s.from_json(j); });
+    std::string message = kiln::test::error_of([&] { s.from_json(j); });
     EXPECT_NE(message.find("knob 'row_sum_at' of space 'auto:layernorm' must be one of"),
               std::string::npos)
         << message;

@@ -16,6 +16,7 @@
 #include "lang/Error.h"
 #include "tests/autotune/KilnProcess.h"
 #include "tests/autotune/TempDir.h"
+#include "tests/lang/ErrorOf.h"
 #include "tuning_db/TuningDB.h"
 
 using namespace kiln;
@@ -29,14 +30,9 @@ using autotune_test::wait_for_rows;
 
 namespace {
 
-/// The CompileError message parse_tasks raises for the document ("" when none).
+/// The CompileError message parse_tasks raises for the document ("(no error)" when none).
 std::string tasks_error(const std::string &document) {
-    try {
-        parse_tasks(nlohmann::json::parse(document));
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "";
+    return kiln::test::error_of([&] { parse_tasks(nlohmann::json::parse(document)); });
 }
 
 } // namespace

@@ -17,20 +17,10 @@
 #include "lang/IROperator.h"
 #include "lang/Param.h"
 #include "lang/Reduce.h"
+#include "tests/lang/ErrorOf.h"
 
 namespace kiln {
 namespace {
-
-// The message of the exception of type E that f throws, or a marker when it throws none.
-template <typename E, typename F>
-std::string error_message(F &&f) {
-    try {
-        f();
-    } catch (const E &e) {
-        return e.what();
-    }
-    return "(no error)";
-}
 
 // A deterministic spread of small values, negative ones included. Dividing by 7 makes them
 // inexact in binary, so sums that run in a different order round differently.
@@ -610,7 +600,7 @@ TEST(ReferenceEvaluatorErrors, UnboundParamIsNamed) {
     Var x("x");
     Func f("f");
     f(x) = cast<float>(x) * alpha;
-    EXPECT_EQ(error_message<RuntimeError>([&] { reference_realize(f, {4}); }),
+    EXPECT_EQ(test::error_of<RuntimeError>([&] { reference_realize(f, {4}); }),
               "param 'alpha' has no value; call set() before realizing");
 }
 
@@ -619,7 +609,7 @@ TEST(ReferenceEvaluatorErrors, UnboundImageParamIsNamed) {
     Var x("x");
     Func f("f");
     f(x) = img(x);
-    EXPECT_EQ(error_message<RuntimeError>([&] { reference_realize(f, {4}); }),
+    EXPECT_EQ(test::error_of<RuntimeError>([&] { reference_realize(f, {4}); }),
               "image param 'img' has no buffer; call set() before realizing");
 }
 
@@ -630,13 +620,13 @@ TEST(ReferenceEvaluatorErrors, ParamOutsideItsRangeIsRejected) {
     Var x("x");
     Func f("f");
     f(x) = x + p;
-    EXPECT_EQ(error_message<RuntimeError>([&] { reference_realize(f, {4}); }),
+    EXPECT_EQ(test::error_of<RuntimeError>([&] { reference_realize(f, {4}); }),
               "param 'p' is 5, outside its range [0, 3]");
 }
 
 // The buffer's own out-of-bounds message for a coordinate, which the evaluator extends.
 std::string access_error(const BufferBase &b, const std::vector<int> &coords) {
-    std::string message = error_message<RuntimeError>([&] { b.address_of(coords); });
+    std::string message = test::error_of<RuntimeError>([&] { b.address_of(coords); });
     EXPECT_NE(message.find("'" + b.name() + "'"), std::string::npos) << message;
     EXPECT_NE(message.find("dimension 0"), std::string::npos) << message;
     return message;
@@ -647,7 +637,7 @@ TEST(ReferenceEvaluatorErrors, OutOfBoundsReadNamesBufferDimensionCoordinateAndR
     Var x("x"), y("y");
     Func f("f");
     f(x, y) = in(x + 1, y);
-    std::string message = error_message<RuntimeError>([&] { reference_realize(f, {4, 2}); });
+    std::string message = test::error_of<RuntimeError>([&] { reference_realize(f, {4, 2}); });
     EXPECT_EQ(message, access_error(in, {4, 0}) + "; read by f(3, 0)");
 }
 
@@ -658,7 +648,7 @@ TEST(ReferenceEvaluatorErrors, OutOfBoundsReadInAnUpdateNamesTheIteration) {
     Func f("f");
     f(x) = 0;
     f(x) += in(r);
-    std::string message = error_message<RuntimeError>([&] { reference_realize(f, {1}); });
+    std::string message = test::error_of<RuntimeError>([&] { reference_realize(f, {1}); });
     EXPECT_EQ(message, access_error(in, {4}) + "; read by f.update(0) with x = 0, r.x = 4");
 }
 
@@ -666,11 +656,11 @@ TEST(ReferenceEvaluatorErrors, WrongNumberOfExtentsIsACompileError) {
     Var x("x"), y("y");
     Func f("f");
     f(x, y) = x + y;
-    EXPECT_EQ(error_message<CompileError>([&] {
+    EXPECT_EQ(test::error_of<CompileError>([&] {
                   reference_realize(f, {2, 3, 4});
               }),
               "reference_realize: 'f' has 2 dimensions, but 3 extents were given");
-    EXPECT_EQ(error_message<CompileError>([&] {
+    EXPECT_EQ(test::error_of<CompileError>([&] {
                   reference_realize(f, {2, 3}, {1});
               }),
               "reference_realize: 'f' has 2 dimensions, but 1 min was given");
@@ -678,7 +668,7 @@ TEST(ReferenceEvaluatorErrors, WrongNumberOfExtentsIsACompileError) {
 
 TEST(ReferenceEvaluatorErrors, UndefinedFuncIsACompileError) {
     Func f("f");
-    EXPECT_EQ(error_message<CompileError>([&] { reference_realize(f, {}); }),
+    EXPECT_EQ(test::error_of<CompileError>([&] { reference_realize(f, {}); }),
               "reference_realize: Func 'f' has no definition; define it first");
 }
 
@@ -688,7 +678,7 @@ TEST(ReferenceEvaluatorErrors, RecursionThroughAnotherFuncIsACompileError) {
     f(x) = 1;
     g(x) = f(x) + 1;
     f(x) = g(x) + f(x);
-    std::string message = error_message<CompileError>([&] { reference_realize(f, {2}); });
+    std::string message = test::error_of<CompileError>([&] { reference_realize(f, {2}); });
     EXPECT_EQ(message.rfind("recursive definition: f -> g -> f", 0), 0u) << message;
     // f and g own each other through their calls; drop f's update so the test does not leak.
     f.function()->updates.clear();
@@ -700,7 +690,7 @@ TEST(ReferenceEvaluatorErrors, RDomBoundsMayNotUsePureVars) {
     Func f("f");
     f(x) = 0;
     f(x) += r;
-    EXPECT_EQ(error_message<CompileError>([&] { reference_realize(f, {3}); }),
+    EXPECT_EQ(test::error_of<CompileError>([&] { reference_realize(f, {3}); }),
               "update 0 of 'f': the bounds of RDom 'r' use variable 'x'; RDom bounds may use "
               "only constants, Params, ImageParam shapes and calls");
 }
@@ -709,7 +699,7 @@ TEST(ReferenceEvaluatorErrors, MultiValuedFuncNeedsRealizeAll) {
     Var x("x");
     Func f("f");
     f(x) = Tuple{x, x};
-    EXPECT_EQ(error_message<CompileError>([&] { reference_realize(f, {2}); }),
+    EXPECT_EQ(test::error_of<CompileError>([&] { reference_realize(f, {2}); }),
               "reference_realize: 'f' has 2 values; use reference_realize_all");
 }
 
@@ -718,7 +708,7 @@ TEST(ReferenceEvaluatorErrors, RealizeIntoABufferOfAnotherTypeIsRejected) {
     Func f("f");
     f(x) = x;
     Buffer<float> out({3}, "out");
-    EXPECT_EQ(error_message<CompileError>([&] { reference_realize_into(f, out); }),
+    EXPECT_EQ(test::error_of<CompileError>([&] { reference_realize_into(f, out); }),
               "reference_realize_into: 'f' has type int32, but buffer 'out' holds float32");
 }
 
@@ -743,7 +733,7 @@ TEST(ReferenceEvaluator, PointsGiveTheValuesOfTheRegion) {
     ASSERT_EQ(at.width(), 4);
     for (int i = 0; i < 4; i++)
         EXPECT_EQ(at(i), region(points[i][0], points[i][1])) << i;
-    EXPECT_EQ(error_message<CompileError>([&] {
+    EXPECT_EQ(test::error_of<CompileError>([&] {
                   reference_realize_points(out, {{1, 2, 3}});
               }),
               "reference_realize_points: 'out' has 2 dimensions, but 3 coordinates were given");

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <functional>
 
+#include "tests/lang/ErrorOf.h"
 #include "tests/pipeline/GPUTestUtil.h"
 #include "tests/runtime/fake_cuda/FakeCudaDriver.h"
 
@@ -63,15 +64,6 @@ Buffer<T> pattern(const std::vector<int> &extents, const std::string &name, int 
         p[offset] = T((k >> 8) % 97) / T(std::is_floating_point_v<T> ? 8 : 1);
     });
     return b;
-}
-
-std::string compile_error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "(no CompileError)";
 }
 
 /// Each case runs on every GPU API: OpenCL (PoCL here) and CUDA, each skipped with the reason
@@ -484,7 +476,7 @@ TEST_P(GPUPipeline, ATupleInRegistersAtBlockLevelKeepsEachThreadsElements) {
 
     Func bad;
     build("gpu_rtup_nb", true, &bad);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(bad).compile_jit(target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(bad).compile_jit(target()); }),
                 HasSubstr("store_in(Register): 'gpu_rtup_nb_p."));
 }
 
@@ -587,7 +579,7 @@ TEST(GPUScheduleErrors, ThreadsWithoutBlocks) {
     Var x("x");
     f(x) = x;
     f.gpu_threads(x);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
                 HasSubstr("gpu_threads: loop 'x' of 'gpu_err_threads' is not inside a "
                           "gpu_blocks loop; bind an outer loop"));
 }
@@ -597,7 +589,7 @@ TEST(GPUScheduleErrors, MoreThanThreeBlockDimensions) {
     Var x("x"), y("y"), z("z"), w("w");
     f(x, y, z, w) = x + y + z + w;
     f.gpu_blocks(x, y, z).gpu_blocks(w);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
                 HasSubstr("has 4 nested gpu_blocks loops"));
 }
 
@@ -607,7 +599,7 @@ TEST(GPUScheduleErrors, MoreThanThreeThreadDimensions) {
     f(x, y, z, w, v) = x + y + z + w + v;
     f.bound(x, 0, 2).bound(y, 0, 2).bound(z, 0, 2).bound(w, 0, 2);
     f.gpu_blocks(v).gpu_threads(x, y, z).gpu_threads(w);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
                 HasSubstr("a block has at most 3 thread dimensions"));
 }
 
@@ -616,7 +608,7 @@ TEST(GPUScheduleErrors, TooManyThreadsPerBlock) {
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
     f(x, y) = x + y;
     f.gpu_tile(x, y, xo, yo, xi, yi, 64, 32);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
                 HasSubstr("64 x 32 x 1 = 2048 threads per block, more than the 1024"));
 }
 
@@ -631,7 +623,7 @@ TEST(GPUScheduleErrors, TooMuchSharedMemory) {
     g.update(0).gpu_tile(x, xo, xi, 32, TailStrategy::GuardWithIf);
     g.gpu_tile(x, xo, xi, 32);
     p.compute_at(g, xo);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
                 HasSubstr("bytes of shared memory per block (gpu_err_big_p 80124), more than "
                           "the 49152"));
 }
@@ -645,7 +637,7 @@ TEST(GPUScheduleErrors, SharedMemoryOfUnknownSize) {
     g(x) = p(x) + p(x + offset);
     g.gpu_tile(x, xo, xi, 16);
     p.compute_at(g, xo);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
                 HasSubstr("GPU shared memory: the size of 'gpu_err_dyn_p' in the kernel of "
                           "'gpu_err_dyn_g' is"));
 }
@@ -655,7 +647,7 @@ TEST(GPUScheduleErrors, ThreadLoopOfUnknownExtent) {
     Var x("x"), y("y");
     f(x, y) = x * y;
     f.gpu_blocks(y).gpu_threads(x);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
                 HasSubstr("gpu_threads: the extent of loop 'x' of 'gpu_err_extent' is"));
 }
 
@@ -669,7 +661,7 @@ TEST(GPUScheduleErrors, ParallelInsideAKernel) {
         .gpu_blocks(xo)
         .gpu_threads(xt)
         .parallel(xs);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
                 HasSubstr("parallel: loop 'xs' of 'gpu_err_parallel' is inside the GPU kernel"));
 }
 
@@ -678,7 +670,7 @@ TEST(GPUScheduleErrors, BlocksInsideAParallelLoop) {
     Var x("x"), y("y"), xo("xo"), xi("xi");
     f(x, y) = x + y;
     f.gpu_tile(x, xo, xi, 8).parallel(y);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
                 HasSubstr("gpu_blocks: loop 'xo' of 'gpu_err_in_parallel' is inside the parallel "
                           "loop 'y'"));
 }
@@ -688,7 +680,7 @@ TEST(GPUScheduleErrors, VectorizedLoopAroundGPULoops) {
     Var x("x"), y("y"), xo("xo"), xi("xi");
     f(x, y) = x + y;
     f.bound(y, 0, 4).gpu_tile(x, xo, xi, 8).vectorize(y);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(f).compile_jit(opencl_target()); }),
                 HasSubstr("gpu_blocks: loop 'xo' of 'gpu_err_vector' is inside the vectorized "
                           "loop 'y'"));
 }
@@ -698,7 +690,7 @@ TEST(GPUScheduleErrors, GPUScheduleOnATargetWithoutGPU) {
     Var x("x"), xo("xo"), xi("xi");
     f(x) = x;
     f.gpu_tile(x, xo, xi, 8);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(f).compile_jit(Target::host()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(f).compile_jit(Target::host()); }),
                 HasSubstr("'gpu_err_cpu_target' has loops bound to gpu_blocks/gpu_threads "
                           "(kernel gpu_err_cpu_target_kernel0), but the target has no GPU API"));
 }
@@ -709,7 +701,7 @@ TEST(GPUScheduleErrors, SharedMemoryOutsideAKernel) {
     p(x) = x * 2;
     g(x) = p(x) + 1;
     p.compute_root().store_in(MemoryType::GPUShared);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
                 HasSubstr("store_in(GPUShared): 'gpu_err_host_shared' is not computed inside a "
                           "GPU kernel"));
 }
@@ -727,7 +719,7 @@ std::string block_register_error(const std::string &name,
     g.gpu_tile(x, xo, xi, 8);
     p.compute_at(g, xo).store_in(MemoryType::Register);
     if (p_on_threads) p.gpu_threads(x);
-    return compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); });
+    return test::error_of([&] { Pipeline(g).compile_jit(opencl_target()); });
 }
 
 // Register storage at block level is private to each thread: every thread must touch only its
@@ -771,7 +763,7 @@ TEST(GPUScheduleErrors, RegisterStorageOfTooManyElementsPerThread) {
     g(x) = p(x, 0) + p(x, 19999);
     g.gpu_tile(x, xo, xi, 8);
     p.compute_at(g, xo).store_in(MemoryType::Register).gpu_threads(x);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
                 HasSubstr(register_error("gpu_err_reg_many_p", "gpu_err_reg_many_g") +
                           "each thread would keep more than 16384 elements of it"));
 }
@@ -785,7 +777,7 @@ TEST(GPUScheduleErrors, RegisterStorageSharedByTheThreadsOfADimension) {
     g(x, y) = p(x) + y;
     g.gpu_tile(x, y, xo, yo, xi, yi, 8, 4);
     p.compute_at(g, xo).store_in(MemoryType::Register).gpu_threads(x);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
                 HasSubstr(register_error("gpu_err_reg_col_p", "gpu_err_reg_col_g") +
                           "threads that differ only in thread dimension y touch the same elements "
                           "of it (index gpu_thread_id(0))"));
@@ -803,7 +795,7 @@ TEST(GPUScheduleErrors, RegisterStorageWithAThreadStrideOfNoConstantBound) {
     g.bound(x, 0, 60).bound(y, 0, 8).gpu_tile(x, y, xo, yo, xi, yi, 8, 4);
     q.compute_at(g, xo).store_in(MemoryType::GPUShared).gpu_threads(x, y);
     p.compute_at(g, xo).store_in(MemoryType::Register).gpu_threads(x, y);
-    const std::string e = compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); });
+    const std::string e = test::error_of([&] { Pipeline(g).compile_jit(opencl_target()); });
     EXPECT_THAT(e, HasSubstr(register_error("gpu_err_reg_row_p", "gpu_err_reg_row_g") +
                              "its stride in thread dimension y, ((((min((gpu_block_id(0) * 8), "
                              "52) + 1) / 3) - (min((gpu_block_id(0) * 8), 52) / 3)) + 3) (index "));
@@ -818,7 +810,7 @@ TEST(GPUScheduleErrors, RegisterStorageReadThroughAVectorGather) {
     g(x, y) = p(x / 2) + y;
     g.bound(x, 0, 32).split(x, xt, xv, 4).vectorize(xv).gpu_threads(xt).gpu_blocks(y);
     p.compute_at(g, y).store_in(MemoryType::Register).gpu_threads(x);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
                 HasSubstr(register_error("gpu_err_reg_gather_p", "gpu_err_reg_gather_g") +
                           "its vector index (ramp((gpu_thread_id(0) * 4), 1, 4) / x4(2)) is not a "
                           "ramp"));
@@ -833,7 +825,7 @@ TEST(GPUScheduleErrors, RegisterStorageReadThroughAVectorOfVariableStride) {
     g(x, y) = p(x * clamp(s, 1, 2)) + y;
     g.bound(x, 0, 32).split(x, xt, xv, 4).vectorize(xv).gpu_threads(xt).gpu_blocks(y);
     p.compute_at(g, y).store_in(MemoryType::Register).gpu_threads(x);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
                 HasSubstr(register_error("gpu_err_reg_lanes_p", "gpu_err_reg_lanes_g") +
                           "its vector index ramp(((max(min(gpu_err_reg_lanes_s, 2), 1) * "
                           "gpu_thread_id(0)) * 4), max(min(gpu_err_reg_lanes_s, 2), 1), 4) has "
@@ -858,7 +850,7 @@ TEST(GPUScheduleErrors, RegisterStorageWithAThreadStrideThatChangesInALoop) {
     g(x, y, z) = p(x * (y + 1)) + z;
     g.bound(x, 0, 8).bound(y, 0, 4).gpu_blocks(z).gpu_threads(x);
     p.compute_at(g, z).store_in(MemoryType::Register).gpu_threads(x);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
                 HasSubstr(register_error("gpu_err_reg_loop_p", "gpu_err_reg_loop_g") +
                           "its index ((gpu_err_reg_loop_g.s0.y + 1) * gpu_thread_id(0)) moves "
                           "with the thread ids by (gpu_err_reg_loop_g.s0.y + 1), which changes "
@@ -882,7 +874,7 @@ TEST(GPUScheduleErrors, SharedStorageInsideAThreadLoop) {
     g(x) = p(x) + p(x + 1);
     g.gpu_tile(x, xo, xi, 8);
     p.compute_at(g, xi).store_in(MemoryType::GPUShared);
-    EXPECT_THAT(compile_error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
+    EXPECT_THAT(test::error_of([&] { Pipeline(g).compile_jit(opencl_target()); }),
                 HasSubstr("store_in(GPUShared): 'gpu_err_thr_p' is stored inside a gpu_threads "
                           "loop"));
 }

@@ -5,13 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "kiln.h"
 #include "runtime/kiln_runtime.h"
+#include "tests/lang/ErrorOf.h"
 
 namespace kiln {
 namespace {
@@ -46,24 +46,6 @@ void expect_same_buffer(const Buffer<T> &want, const Buffer<T> &got) {
             at[d] = want.dim(d).min;
         }
     }
-}
-
-std::string compile_error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "(no CompileError)";
-}
-
-std::string runtime_error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const RuntimeError &e) {
-        return e.what();
-    }
-    return "(no RuntimeError)";
 }
 
 /// Small, distinct values that depend on the coordinates (no overflow in the tests' arithmetic).
@@ -286,7 +268,7 @@ TEST(PipelineErrors, AnOutputReadPastItsBufferByAnotherOutputIsReported) {
     f(x, y) = x * 3 + y;
     g(x, y) = f(x + 1, y) * 2;
     Buffer<int> bf({7, 5}, "out_past_f"), bg({7, 5}, "out_past_g");
-    EXPECT_THAT(runtime_error_of([&] {
+    EXPECT_THAT(test::error_of<RuntimeError>([&] {
                     Pipeline({f, g}).realize({bf, bg});
                 }),
                 HasSubstr("buffer 'out_past_f' dimension 0: the schedule needs [0, 7] but the "
@@ -301,7 +283,7 @@ TEST(PipelineErrors, ABoundSmallerThanTheRegionItsConsumersReadIsReported) {
     g(x) = x * 2;
     f(x) = g(x) + g(x + 5);
     g.compute_root().bound(x, 0, 4);
-    EXPECT_THAT(runtime_error_of([&] { f.realize({8}); }),
+    EXPECT_THAT(test::error_of<RuntimeError>([&] { f.realize({8}); }),
                 HasSubstr("func 'small_bound_g' dimension 'x': its uses need [0, 12] but its "
                           "bound() covers [0, 3]; widen the bound or remove it"));
 }
@@ -328,7 +310,7 @@ TEST(PipelineErrors, AnOutputUpdateReadingPastItsBufferIsReported) {
     f(x) = x;
     f(r) = f(r + 1) * 2;
     Buffer<int> out({8}, "self_past_f");
-    EXPECT_THAT(runtime_error_of([&] { Pipeline(f).realize({out}); }),
+    EXPECT_THAT(test::error_of<RuntimeError>([&] { Pipeline(f).realize({out}); }),
                 HasSubstr("buffer 'self_past_f' dimension 0: the schedule needs [0, 8] but the "
                           "buffer covers [0, 7]"));
 }
@@ -338,7 +320,7 @@ TEST(PipelineErrors, AnOutputTooSmallForAShiftInwardsSplitNamesTheBufferAndRange
     Var x("x"), xo("xo"), xi("xi");
     f(x) = x;
     f.split(x, xo, xi, 8, TailStrategy::ShiftInwards);
-    std::string msg = runtime_error_of([&] { f.realize({5}); });
+    std::string msg = test::error_of<RuntimeError>([&] { f.realize({5}); });
     EXPECT_THAT(msg, HasSubstr("buffer 'too_small_out' dimension 0: the schedule needs [-3, 4] "
                                "but the buffer covers [0, 4]"));
 }
@@ -348,7 +330,7 @@ TEST(PipelineErrors, AnOutputTooSmallForARoundUpSplitNamesTheBufferAndRanges) {
     Var x("x"), y("y"), yo("yo"), yi("yi");
     f(x, y) = x + y;
     f.split(y, yo, yi, 4, TailStrategy::RoundUp);
-    std::string msg = runtime_error_of([&] { f.realize({3, 7}); });
+    std::string msg = test::error_of<RuntimeError>([&] { f.realize({3, 7}); });
     EXPECT_THAT(msg, HasSubstr("buffer 'round_up_out' dimension 1: the schedule needs [0, 7] "
                                "but the buffer covers [0, 6]"));
 }
@@ -358,7 +340,7 @@ TEST(PipelineErrors, AnInputTooSmallNamesTheBufferAndRanges) {
     Func f("reads_small_in");
     Var x("x");
     f(x) = in(x + 1);
-    std::string msg = runtime_error_of([&] { f.realize({5}); });
+    std::string msg = test::error_of<RuntimeError>([&] { f.realize({5}); });
     EXPECT_THAT(msg, HasSubstr("buffer 'small_in' dimension 0: the schedule needs [1, 5] but "
                                "the buffer covers [0, 4]"));
 }
@@ -368,7 +350,7 @@ TEST(PipelineErrors, AnUnboundParamIsNamed) {
     Func f("uses_unbound_p");
     Var x("x");
     f(x) = x + p;
-    std::string msg = runtime_error_of([&] { f.realize({4}); });
+    std::string msg = test::error_of<RuntimeError>([&] { f.realize({4}); });
     EXPECT_THAT(msg, HasSubstr("param 'unbound_p' has no value"));
     EXPECT_THAT(msg, HasSubstr("set()"));
 }
@@ -378,7 +360,7 @@ TEST(PipelineErrors, AnUnboundImageParamIsNamed) {
     Func f("uses_unbound_image");
     Var x("x");
     f(x) = image(x) * 2.0f;
-    std::string msg = runtime_error_of([&] { f.realize({4}); });
+    std::string msg = test::error_of<RuntimeError>([&] { f.realize({4}); });
     EXPECT_THAT(msg, HasSubstr("ImageParam 'unbound_image' has no buffer"));
 }
 
@@ -388,7 +370,7 @@ TEST(PipelineErrors, RunWithAnOutputOfTheWrongTypeNamesBothTypes) {
     f(x) = x;
     CompiledPipeline c = Pipeline(f).compile_jit();
     Buffer<float> wrong({4}, "typed_out");
-    std::string msg = runtime_error_of([&] { c.run({wrong}); });
+    std::string msg = test::error_of<RuntimeError>([&] { c.run({wrong}); });
     EXPECT_THAT(msg, HasSubstr("buffer 'typed_out' holds float32, but the pipeline expects int32"));
 }
 
@@ -398,7 +380,7 @@ TEST(PipelineErrors, RunWithAnOutputOfTheWrongDimensionsNamesBothCounts) {
     f(x, y) = x + y;
     CompiledPipeline c = Pipeline(f).compile_jit();
     Buffer<int> wrong({4}, "dims_out");
-    std::string msg = runtime_error_of([&] { c.run({wrong}); });
+    std::string msg = test::error_of<RuntimeError>([&] { c.run({wrong}); });
     EXPECT_THAT(msg, HasSubstr("buffer 'dims_out' has 1 dimensions, but the pipeline expects 2"));
 }
 
@@ -409,9 +391,9 @@ TEST(PipelineErrors, RunWithTheWrongNumberOfOutputsSaysHowMany) {
     CompiledPipeline c = Pipeline(f).compile_jit();
     Buffer<int> a({4}), b({4});
     std::vector<BufferBase> two{a, b};
-    EXPECT_THAT(runtime_error_of([&] { c.run(two); }),
+    EXPECT_THAT(test::error_of<RuntimeError>([&] { c.run(two); }),
                 HasSubstr("the pipeline writes 1 output buffers, but 2 were given"));
-    EXPECT_THAT(runtime_error_of([&] { c.run({}); }), HasSubstr("but 0 were given"));
+    EXPECT_THAT(test::error_of<RuntimeError>([&] { c.run({}); }), HasSubstr("but 0 were given"));
 }
 
 TEST(PipelineErrors, AParamOutsideItsRangeFailsTheRunWithItsValueAndLimit) {
@@ -421,10 +403,10 @@ TEST(PipelineErrors, AParamOutsideItsRangeFailsTheRunWithItsValueAndLimit) {
     Var x("x");
     f(x) = x * p;
     p.set(12);
-    EXPECT_THAT(runtime_error_of([&] { f.realize({4}); }),
+    EXPECT_THAT(test::error_of<RuntimeError>([&] { f.realize({4}); }),
                 HasSubstr("param 'ranged_p' is 12 but must be at most 10"));
     p.set(-1);
-    EXPECT_THAT(runtime_error_of([&] { f.realize({4}); }),
+    EXPECT_THAT(test::error_of<RuntimeError>([&] { f.realize({4}); }),
                 HasSubstr("param 'ranged_p' is -1 but must be at least 0"));
     // run() reports the failure as a code and keeps the message for kiln_last_error_message.
     CompiledPipeline c = Pipeline(f).compile_jit();
@@ -443,7 +425,7 @@ TEST(PipelineErrors, AFloatParamOutsideItsRangeIsReported) {
     Var x("x");
     f(x) = cast<float>(x) * p;
     p.set(1.5f);
-    EXPECT_THAT(runtime_error_of([&] { f.realize({4}); }),
+    EXPECT_THAT(test::error_of<RuntimeError>([&] { f.realize({4}); }),
                 HasSubstr("param 'ranged_float_p' is 1.5 but must be at most 1"));
 }
 
@@ -452,7 +434,7 @@ TEST(PipelineErrors, TupleOutputBuffersOfDifferentShapesAreReported) {
     Var x("x");
     f(x) = Tuple({Expr(x), x * 2});
     Buffer<int> a({4}, "a"), b({5}, "b");
-    std::string msg = runtime_error_of([&] { Pipeline(f).realize({a, b}); });
+    std::string msg = test::error_of<RuntimeError>([&] { Pipeline(f).realize({a, b}); });
     EXPECT_THAT(msg, HasSubstr("kiln_error_bad_dimensions"));
     EXPECT_THAT(msg, HasSubstr("output buffers 'tuple_shapes_f.0' and 'tuple_shapes_f.1' must "
                                "have the same shape, but differ in dimension 0"));
@@ -462,7 +444,7 @@ TEST(PipelineErrors, RealizeWithTheWrongNumberOfExtentsIsACompileError) {
     Func f("extents_f");
     Var x("x"), y("y");
     f(x, y) = x + y;
-    EXPECT_THAT(compile_error_of([&] { f.realize({4}); }),
+    EXPECT_THAT(test::error_of([&] { f.realize({4}); }),
                 HasSubstr("'extents_f' has 2 dimensions, but 1 extents were given"));
 }
 
@@ -526,7 +508,7 @@ TEST(PipelineErrors, AKilnLlvmPipelineThatDoesNotParseIsReported) {
     f(x) = x * 2;
     ScopedEnv env("KILN_LLVM_PIPELINE", "function(no-such-pass)");
     clear_jit_cache();
-    EXPECT_THAT(compile_error_of([&] { f.realize({4}); }),
+    EXPECT_THAT(test::error_of([&] { f.realize({4}); }),
                 AllOf(HasSubstr("KILN_LLVM_PIPELINE='function(no-such-pass)' is not an LLVM pass "
                                 "pipeline"),
                       HasSubstr("use O3, a pipeline in opt -passes syntax, or unset it")));
@@ -566,7 +548,7 @@ TEST(Pipeline, ARoundUpSplitOfAFusedLoopReadsOneRowPastItsRegion) {
     };
     Func h = build(5);
     expect_same_buffer<int>(reference_realize(h, {5, 4}), h.realize({5, 4}));
-    EXPECT_THAT(runtime_error_of([&] {
+    EXPECT_THAT(test::error_of<RuntimeError>([&] {
                     build(4).realize({5, 4});
                 }),
                 HasSubstr("buffer 'fused_round_in' dimension 1: the schedule needs [0, 4] but the "

@@ -5,13 +5,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "kiln.h"
+#include "tests/lang/ErrorOf.h"
 
 namespace kiln {
 namespace {
@@ -19,15 +19,6 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string compile_error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "(no CompileError)";
-}
 
 Buffer<int> values(int n, const std::string &name) {
     Buffer<int> b({n}, name);
@@ -193,13 +184,13 @@ TEST(RDomWhereErrors, MisuseNamesTheRDomAndTheFix) {
         Func f("late_f");
         f(x) = 0;
         f(x) += r;
-        EXPECT_THAT(compile_error_of([&] { r.where(r < 3); }),
+        EXPECT_THAT(test::error_of([&] { r.where(r < 3); }),
                     AllOf(HasSubstr("RDom 'late_r'"), HasSubstr("update late_f(x)"),
                           HasSubstr("call where() before defining")));
     }
     {
         RDom r(0, 10, "int_r");
-        EXPECT_THAT(compile_error_of([&] { r.where(r + 1); }),
+        EXPECT_THAT(test::error_of([&] { r.where(r + 1); }),
                     AllOf(HasSubstr("RDom 'int_r'"), HasSubstr("needs a boolean condition"),
                           HasSubstr("!= 0")));
     }
@@ -208,7 +199,7 @@ TEST(RDomWhereErrors, MisuseNamesTheRDomAndTheFix) {
         r.where(r < y);
         Func f("free_f");
         f(x) = 0;
-        EXPECT_THAT(compile_error_of([&] { f(x) += r; }),
+        EXPECT_THAT(test::error_of([&] { f(x) += r; }),
                     AllOf(HasSubstr("where() predicate"), HasSubstr("uses variable 'y'"),
                           HasSubstr("not a pure variable on the left")));
     }
@@ -217,7 +208,7 @@ TEST(RDomWhereErrors, MisuseNamesTheRDomAndTheFix) {
         r.where(r < other);
         Func f("own_f");
         f(x) = 0;
-        EXPECT_THAT(compile_error_of([&] { f(x) += r; }),
+        EXPECT_THAT(test::error_of([&] { f(x) += r; }),
                     AllOf(HasSubstr("RVar 'other_r.x' of RDom 'other_r'"),
                           HasSubstr("only the RVars of its own RDom")));
     }
@@ -228,16 +219,16 @@ TEST(RDomWhereErrors, MisuseNamesTheRDomAndTheFix) {
         f(x) = 0;
         r.where(f(x) < 100);
         f(x) += r;
-        EXPECT_THAT(compile_error_of([&] { f.update(0).rfactor(r, u); }),
+        EXPECT_THAT(test::error_of([&] { f.update(0).rfactor(r, u); }),
                     AllOf(HasSubstr("rfactor"), HasSubstr("where() predicate"),
                           HasSubstr("reads 'self_f'")));
     }
     {
         RDom undefined;
-        EXPECT_THAT(compile_error_of([&] { undefined.where(x < 3); }),
+        EXPECT_THAT(test::error_of([&] { undefined.where(x < 3); }),
                     AllOf(HasSubstr("where() on an undefined RDom"), HasSubstr("RDom r(0, n)")));
         RDom r(0, 10, "empty_r");
-        EXPECT_THAT(compile_error_of([&] { r.where(Expr()); }),
+        EXPECT_THAT(test::error_of([&] { r.where(Expr()); }),
                     AllOf(HasSubstr("RDom 'empty_r'"), HasSubstr("needs a condition"),
                           HasSubstr("undefined Expr")));
     }

@@ -3,10 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <string>
 
 #include "kiln.h"
+#include "tests/lang/ErrorOf.h"
 
 namespace kiln {
 namespace {
@@ -14,19 +14,9 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-/// The message of the CompileError that f raises, or a text saying there was none.
-std::string compile_error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const CompileError &e) {
-        return e.what();
-    }
-    return "(no CompileError)";
-}
-
 /// The message of the CompileError raised by lowering the pipeline of f.
 std::string lowering_error_of(const Func &f) {
-    return compile_error_of([&] { Pipeline(f).lower(); });
+    return test::error_of([&] { Pipeline(f).lower(); });
 }
 
 Buffer<int> input_2d(const std::string &name, int w = 16, int h = 16) {
@@ -142,7 +132,7 @@ TEST(ScheduleErrors, ComputeAtOneOfItsOwnLoopsIsRejectedAtTheCall) {
     Func f("cat_self");
     Var x("x");
     f(x) = x;
-    EXPECT_THAT(compile_error_of([&] { f.compute_at(f, x); }),
+    EXPECT_THAT(test::error_of([&] { f.compute_at(f, x); }),
                 HasSubstr("compute_at: 'cat_self' cannot be computed at one of its own loops"));
 }
 
@@ -194,7 +184,7 @@ TEST(ScheduleErrors, StoreAtOneOfItsOwnLoopsIsRejectedAtTheCall) {
     Func f("sat_self");
     Var x("x");
     f(x) = x;
-    EXPECT_THAT(compile_error_of([&] { f.store_at(f, x); }),
+    EXPECT_THAT(test::error_of([&] { f.store_at(f, x); }),
                 HasSubstr("store_at: 'sat_self' cannot be stored at one of its own loops"));
 }
 
@@ -328,7 +318,7 @@ TEST(ScheduleErrors, ASplitFactorOfZeroIsRejectedAtTheCall) {
     Func f("split_zero_f");
     Var x("x");
     f(x) = x;
-    EXPECT_THAT(compile_error_of([&] { f.split(x, Var("xo"), Var("xi"), 0); }),
+    EXPECT_THAT(test::error_of([&] { f.split(x, Var("xo"), Var("xi"), 0); }),
                 HasSubstr("split: factor for 'x' of 'split_zero_f' must be a positive constant, "
                           "got 0"));
 }
@@ -337,16 +327,16 @@ TEST(ScheduleErrors, ANegativeSplitFactorIsRejectedAtTheCall) {
     Func f("split_negative_f");
     Var x("x");
     f(x) = x;
-    EXPECT_THAT(compile_error_of([&] { f.split(x, Var("xo"), Var("xi"), -4); }),
+    EXPECT_THAT(test::error_of([&] { f.split(x, Var("xo"), Var("xi"), -4); }),
                 HasSubstr("split: factor for 'x' of 'split_negative_f' must be a positive "
                           "constant, got -4"));
-    EXPECT_THAT(compile_error_of([&] { f.vectorize(x, -4); }),
+    EXPECT_THAT(test::error_of([&] { f.vectorize(x, -4); }),
                 HasSubstr("vectorize: factor for 'x' of 'split_negative_f' must be a positive "
                           "constant, got -4"));
-    EXPECT_THAT(compile_error_of([&] { f.unroll(x, 0); }),
+    EXPECT_THAT(test::error_of([&] { f.unroll(x, 0); }),
                 HasSubstr("unroll: factor for 'x' of 'split_negative_f' must be a positive "
                           "constant, got 0"));
-    EXPECT_THAT(compile_error_of([&] { f.tile(x, Var("y"), Var("xi"), Var("yi"), 4, -1); }),
+    EXPECT_THAT(test::error_of([&] { f.tile(x, Var("y"), Var("xi"), Var("yi"), 4, -1); }),
                 HasSubstr("must be a positive constant, got -1"));
     EXPECT_TRUE(f.directives().empty() || f.directives().back().primitive == "split");
 }
@@ -409,7 +399,7 @@ TEST(ScheduleErrors, NamingALoopTwiceInReorderIsRejectedAtTheCall) {
     Func f("reorder_twice_f");
     Var x("x"), y("y");
     f(x, y) = x + y;
-    EXPECT_THAT(compile_error_of([&] { f.reorder(x, y, x); }),
+    EXPECT_THAT(test::error_of([&] { f.reorder(x, y, x); }),
                 HasSubstr("reorder of 'reorder_twice_f': 'x' is named twice"));
 }
 
@@ -427,7 +417,7 @@ TEST(ScheduleErrors, SplitIntoTwoEqualNamesIsRejectedAtTheCall) {
     Func f("split_same_f");
     Var x("x");
     f(x) = x;
-    EXPECT_THAT(compile_error_of([&] { f.split(x, Var("a"), Var("a"), 4); }),
+    EXPECT_THAT(test::error_of([&] { f.split(x, Var("a"), Var("a"), 4); }),
                 HasSubstr("the outer and inner names are both 'a'"));
 }
 
@@ -506,14 +496,14 @@ TEST(ScheduleErrors, RoundUpOnTheOriginalLoopOfAnUpdateIsAccepted) {
     g(x) = g(x) + in(x, 0);
     f(x) = g(x);
     g.compute_root().update(0).split(x, xo, xi, 3, TailStrategy::RoundUp);
-    EXPECT_EQ(lowering_error_of(f), "(no CompileError)");
+    EXPECT_EQ(lowering_error_of(f), "(no error)");
 }
 
 TEST(ScheduleErrors, ScheduleOfAnUpdateThatDoesNotExistSaysHowManyThereAre) {
     Func f("no_update_f");
     Var x("x");
     f(x) = x;
-    EXPECT_THAT(compile_error_of([&] { f.update(0); }),
+    EXPECT_THAT(test::error_of([&] { f.update(0); }),
                 HasSubstr("update 0 of Func 'no_update_f' does not exist; it has 0 update "
                           "definitions"));
 }
@@ -546,7 +536,7 @@ TEST(ScheduleErrors, ReorderStorageOfAVarThatIsNotADimensionListsTheDimensions) 
     Func f("storage_f");
     Var x("x"), y("y");
     f(x, y) = x + y;
-    EXPECT_THAT(compile_error_of([&] { f.reorder_storage(y, Var("z")); }),
+    EXPECT_THAT(test::error_of([&] { f.reorder_storage(y, Var("z")); }),
                 HasSubstr("reorder_storage: 'z' is not a dimension of 'storage_f'; its "
                           "dimensions are x, y"));
 }
@@ -555,9 +545,9 @@ TEST(ScheduleErrors, BoundOfAVarThatIsNotADimensionListsTheDimensions) {
     Func f("bound_f");
     Var x("x");
     f(x) = x;
-    EXPECT_THAT(compile_error_of([&] { f.bound(Var("q"), 0, 4); }),
+    EXPECT_THAT(test::error_of([&] { f.bound(Var("q"), 0, 4); }),
                 HasSubstr("bound: 'q' is not a dimension of 'bound_f'; its dimensions are x"));
-    EXPECT_THAT(compile_error_of([&] { f.bound(x, 0, -1); }),
+    EXPECT_THAT(test::error_of([&] { f.bound(x, 0, -1); }),
                 HasSubstr("bound: extent of 'x' in 'bound_f' must be >= 0, got -1"));
 }
 
@@ -570,7 +560,7 @@ TEST(ScheduleErrors, RfactorOnThePureStageSaysToCallItOnAnUpdate) {
     RDom r(0, 4, "r");
     f(x) = 0;
     f(x) += in(x, r);
-    EXPECT_THAT(compile_error_of([&] { Stage(f.function(), 0).rfactor(r, u); }),
+    EXPECT_THAT(test::error_of([&] { Stage(f.function(), 0).rfactor(r, u); }),
                 AllOf(HasSubstr("rfactor: 'rf_pure_f' pure definition has no RDom"),
                       HasSubstr("call rfactor on an update, e.g. rf_pure_f.update(0).rfactor")));
 }
@@ -582,7 +572,7 @@ TEST(ScheduleErrors, RfactorOfANonAssociativeUpdateShowsTheUpdate) {
     RDom r(0, 4, "r");
     f(x) = 0;
     f(x) = f(x) * 2 + in(x, r);
-    EXPECT_THAT(compile_error_of([&] { f.update(0).rfactor(r, u); }),
+    EXPECT_THAT(test::error_of([&] { f.update(0).rfactor(r, u); }),
                 AllOf(HasSubstr("rfactor: rf_nonassoc_f.update(0) = "),
                       HasSubstr("is not an associative update of the form f(x) = f(x) + e (or *, "
                                 "min, max, fma(a, b, f(x)))")));
@@ -595,7 +585,7 @@ TEST(ScheduleErrors, RfactorOfAnRVarOfAnotherRDomListsTheUpdatesRVars) {
     RDom r({{0, 4}, {0, 4}}, "r"), s(0, 4, "s");
     f(x) = 0;
     f(x) += in(x + r.x, r.y);
-    EXPECT_THAT(compile_error_of([&] { f.update(0).rfactor(s, u); }),
+    EXPECT_THAT(test::error_of([&] { f.update(0).rfactor(s, u); }),
                 HasSubstr("rfactor: 's.x' is not an RVar of rf_foreign_f.update(0); its RVars "
                           "are r.x, r.y"));
 }
@@ -608,7 +598,7 @@ TEST(ScheduleErrors, RfactorOfASplitRVarWhoseExtentIsNotAMultipleOfTheFactorSays
     RDom r(0, 15, "r");
     f(x) = 0;
     f(x) += in(r, x);
-    EXPECT_THAT(compile_error_of([&] { f.update(0).split(r, ro, ri, 4).rfactor(ro, u); }),
+    EXPECT_THAT(test::error_of([&] { f.update(0).split(r, ro, ri, 4).rfactor(ro, u); }),
                 HasSubstr("rfactor: 'ro' is the outer part of a split of 'r.x' by 4 in "
                           "rf_split_odd_f.update(0); rfactor of a split RVar needs the RVar's "
                           "extent to be a constant multiple of the factor, and the extent of "
@@ -622,12 +612,12 @@ TEST(ScheduleErrors, RfactorOfOneRVarTwiceOrIntoOneVarTwiceSaysWhichOne) {
     RDom r({{0, 4}, {0, 4}}, "r");
     f(x) = 0;
     f(x) += in(x + r.x, r.y);
-    EXPECT_THAT(compile_error_of([&] {
+    EXPECT_THAT(test::error_of([&] {
                     f.update(0).rfactor({{r.x, u}, {r.x, v}});
                 }),
                 HasSubstr("rfactor: rf_twice_f.update(0) names RVar 'r.x' twice; preserve each "
                           "RVar once"));
-    EXPECT_THAT(compile_error_of([&] {
+    EXPECT_THAT(test::error_of([&] {
                     f.update(0).rfactor({{r.x, u}, {r.y, u}});
                 }),
                 HasSubstr("rfactor: rf_twice_f.update(0) names Var 'u' for two RVars; give each "
@@ -641,7 +631,7 @@ TEST(ScheduleErrors, RfactorIntoAnExistingPureVarSaysToPassANewVar) {
     RDom r(0, 4, "r");
     f(x) = 0;
     f(x) += in(x, r);
-    EXPECT_THAT(compile_error_of([&] { f.update(0).rfactor(r, x); }),
+    EXPECT_THAT(test::error_of([&] { f.update(0).rfactor(r, x); }),
                 HasSubstr("rfactor: 'x' is already a pure variable of 'rf_taken_f'; pass a new "
                           "Var"));
 }
@@ -653,7 +643,7 @@ TEST(ScheduleErrors, RfactorOfAnUpdateThatWritesOtherSitesShowsTheArgument) {
     RDom r({{0, 16}, {0, 16}}, "r");
     hist(x) = 0;
     hist(clamp(in(r.x, r.y), 0, 15)) += 1;
-    EXPECT_THAT(compile_error_of([&] { hist.update(0).rfactor(r.y, u); }),
+    EXPECT_THAT(test::error_of([&] { hist.update(0).rfactor(r.y, u); }),
                 HasSubstr("rfactor: rf_hist.update(0) must write 'rf_hist' at its pure "
                           "variables, but argument 0 is"));
 }
@@ -671,7 +661,7 @@ TEST(ScheduleErrors, SplitRVarsWithNamesOfTheirOwnMayRunInParallel) {
     f(x) = x;
     f(r) = f(r) * 2 + in(r, 0); // r writes only its own site: any order is legal
     f.update(0).split(r, RVar("ro"), RVar("ri"), 4).parallel(RVar("ro")).vectorize(RVar("ri"));
-    EXPECT_EQ(lowering_error_of(f), "(no CompileError)");
+    EXPECT_EQ(lowering_error_of(f), "(no error)");
     Buffer<int> out = f.realize({32});
     Buffer<int> want = reference_realize(f, {32});
     for (int i = 0; i < 32; i++)
