@@ -1,4 +1,4 @@
-# kiln_bench's usage errors around --auto-config (registered in bench/CMakeLists.txt), one CASE a
+# kiln_bench's usage errors around the options that choose the schedule (registered in bench/CMakeLists.txt), one CASE a
 # run: kiln_bench must exit with status 2 and print each expected piece of its message on stderr.
 #   cmake -DKILN_BENCH=<kiln_bench> -DWORK_DIR=<folder> -DCASE=<case> -P auto_config_errors.cmake
 set(common --workload matmul --shape 64x64x64 --reps 1)
@@ -19,12 +19,31 @@ elseif(CASE STREQUAL "not_a_point")
 elseif(CASE STREQUAL "knobs_and_auto_config")
     set(args ${common} --knobs tile_x=64 --auto-config "{}")
     set(expected "bench_kiln: --knobs, --db and --auto-config each choose the schedule; give one")
+elseif(CASE STREQUAL "empty_auto_config")
+    set(args ${common})
+    set(empty_flag --auto-config)
+    set(expected "bench_kiln: --auto-config needs a value (JSON or @FILE), got an empty one")
+elseif(CASE STREQUAL "empty_db")
+    set(args ${common})
+    set(empty_flag --db)
+    set(expected "bench_kiln: --db needs a value (a tuning database), got an empty one")
+elseif(CASE STREQUAL "empty_knobs")
+    set(args ${common})
+    set(empty_flag --knobs)
+    set(expected "bench_kiln: --knobs needs a value (knob=value,...), got an empty one")
 else()
     message(FATAL_ERROR "unknown CASE '${CASE}'")
 endif()
 
-execute_process(COMMAND "${KILN_BENCH}" ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                ERROR_VARIABLE err)
+# An empty value is a quoted "" on the command line (a list drops empty elements).
+if(DEFINED empty_flag)
+    execute_process(COMMAND "${KILN_BENCH}" ${args} ${empty_flag} "" RESULT_VARIABLE rc
+                    OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    list(APPEND args ${empty_flag} "''")
+else()
+    execute_process(COMMAND "${KILN_BENCH}" ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                    ERROR_VARIABLE err)
+endif()
 string(JOIN " " command kiln_bench ${args})
 if(NOT rc STREQUAL "2")
     message(FATAL_ERROR "${command}: exit status ${rc}, expected 2\n"

@@ -88,6 +88,13 @@ int run(int argc, char **argv) {
         if (i + 1 >= argc) benchref::fail(impl, std::string(argv[i]) + " needs a value");
         return argv[++i];
     };
+    // The options that choose the schedule: empty would silently mean the hand schedule.
+    auto need_nonempty = [&](int &i, const std::string &what) -> std::string {
+        std::string flag = argv[i], v = need(i);
+        if (v.empty())
+            benchref::fail(impl, flag + " needs a value (" + what + "), got an empty one");
+        return v;
+    };
     auto to_int = [&](const std::string &flag, const std::string &v) {
         char *end = nullptr;
         long x = std::strtol(v.c_str(), &end, 10);
@@ -111,11 +118,11 @@ int run(int argc, char **argv) {
         } else if (a == "--dump") {
             dump = need(i);
         } else if (a == "--knobs") {
-            knobs = apps::parse_knob_values(need(i));
+            knobs = apps::parse_knob_values(need_nonempty(i, "knob=value,..."));
         } else if (a == "--db") {
-            db = need(i);
+            db = need_nonempty(i, "a tuning database");
         } else if (a == "--auto-config") {
-            auto_config = need(i);
+            auto_config = need_nonempty(i, "JSON or @FILE");
         } else if (a == "--profile") {
             profile = true;
         } else if (a == "--packed-weights") {
