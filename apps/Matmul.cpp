@@ -1,10 +1,12 @@
 // matmul: C = A * B in float32, row-major. In kiln's x-first indexing a row-major matrix X[r][c]
 // is X(c, r): A(k, i) is A[i][k] (dim 0 = k, extent K), B(j, k) is B[k][j] (dim 0 = j, extent N),
 // and the output C(j, i) is C[i][j] (dim 0 = j, extent N; dim 1 = i, extent M).
+#include <algorithm>
 #include <cmath>
 
 #include "apps/Builtin.h"
 #include "lang/IROperator.h"
+#include "runtime/kiln_runtime.h"
 
 namespace kiln::apps {
 
@@ -248,8 +250,8 @@ void schedule_matmul(OperatorInstance &inst, GeneratorContext &ctx) {
     // unrolled twice: on an Intel Xeon (Sapphire Rapids class) it ran 1.1-1.2x the 8-row tile at
     // every bench shape, whose A addresses cost a chain of integer adds per k that competes with
     // the FMAs for ports 0 and 5 (docs/BENCHMARKS.md). Where that tile spans all of C's columns
-    // (4096 x 64 x 4096), the row blocks are the parallel loop and B is read in place: a K x 64
-    // B is its own panel. That also beat the K-blocked schedule there (1.1-1.15x).
+    // (4096 x 64 x 4096), the row blocks are the parallel loop and a K x 64 B is its own panel,
+    // copied once per task (below). That also beat the K-blocked schedule there (1.1-1.15x).
     const bool wide_tile = vec >= 16;
     const int64_t hand_j = wide_tile ? halved_to_fit(int64_t(4) * vec, N) : panel_j;
     const int64_t hand_i = halved_to_fit(wide_tile ? 6 : 8, M);
@@ -265,9 +267,23 @@ void schedule_matmul(OperatorInstance &inst, GeneratorContext &ctx) {
         ctx.knob_choice("outer_order",
                         one_panel ? std::vector<std::string>{"jo_inner", "io_inner"}
                                   : std::vector<std::string>{"io_inner", "jo_inner"}) == "io_inner";
-    const std::string b_panel =
-        ctx.knob_choice("b_panel", one_panel ? std::vector<std::string>{"inline", "at_jo", "root"}
-                                             : std::vector<std::string>{"at_jo", "inline", "root"});
+    const std::string b_panel = ctx.knob_choice(
+        "b_panel", one_panel ? std::vector<std::string>{"per_task", "inline", "at_jo", "root"}
+                             : std::vector<std::string>{"at_jo", "inline", "root"});
+    // Where the tile spans all of C's columns, every task reads all of B (1 MB at 4096 x 64 x
+    // 4096). Shared by the cores, its lines cost each of them more than a panel of its own: on
+    // the Intel Xeon two single-thread processes side by side each ran at their solo speed,
+    // while one two-thread process took 14% more time per thread (static or dynamic tasks
+    // alike); with a copy of B per task, 6.3-6.6 -> 5.9-6.0 ms, oneDNN's 5.9-6.1 (2 threads,
+    // interleaved; 11.8-12.2 -> 11.4-11.8 on one). So the hand schedule (b_panel per_task) cuts
+    // the row blocks into as many tasks as the runtime has threads when the schedule is built
+    // (a power of two from 2 to 32), each copying B into its panel first (2-3% of a task).
+    int64_t hand_tasks = 2;
+    while (hand_tasks < std::min(32, kiln_get_num_threads()))
+        hand_tasks *= 2;
+    const int b_tasks =
+        int(ctx.knob("b_tasks", one_panel ? hand_first(hand_tasks, powers_of_two(2, 32))
+                                          : std::vector<int64_t>{1}));
     const bool prod_at_tile = ctx.knob_choice("prod_at", {"tile", "strip"}) == "tile";
     const int k_unroll = int(ctx.knob("k_unroll", hand_first(hand_k_unroll, {1, 2, 4})));
     const bool unroll_i = ctx.knob("unroll_i", {1, 0}) != 0;
@@ -298,6 +314,9 @@ void schedule_matmul(OperatorInstance &inst, GeneratorContext &ctx) {
     ctx.constraint("prod_at strip needs outer_order io_inner and no unroll_i",
                    prod_at_tile || (io_inner && !unroll_i));
     ctx.constraint("b_panel at_jo needs jo outside io", b_panel != "at_jo" || io_inner);
+    ctx.constraint("b_panel per_task needs io outside jo", b_panel != "per_task" || !io_inner);
+    ctx.constraint("b_tasks other than its first value needs b_panel per_task",
+                   b_panel == "per_task" || b_tasks == (one_panel ? hand_tasks : 1));
     ctx.constraint("k_block > 1 and j_tiles > 1 go together", (k_block > 1) == (j_tiles > 1));
     ctx.constraint("k_block < K", k_block < K || k_block == 1);
     ctx.constraint("tile_j * j_tiles <= N", int64_t(tile_j) * j_tiles <= N);
@@ -320,7 +339,16 @@ void schedule_matmul(OperatorInstance &inst, GeneratorContext &ctx) {
         C.reorder(ji, ii, jo, io);
     C.vectorize(ji, lanes);
     if (unroll_i) C.unroll(ii);
-    if (parallel) C.parallel(io_inner ? jo : io);
+    if (b_panel == "per_task") {
+        // The row blocks in b_tasks tasks, each copying B into a panel of its own first.
+        Var task("task");
+        const int64_t row_tiles = (M + tile_i - 1) / tile_i;
+        C.split(io, task, io, int((row_tiles + b_tasks - 1) / b_tasks));
+        if (parallel) C.parallel(task);
+        B_panel.compute_at(C, task).vectorize(j, lanes);
+    } else if (parallel) {
+        C.parallel(io_inner ? jo : io);
+    }
     if (b_panel == "at_jo") {
         B_panel.compute_at(C, jo).vectorize(j, lanes);
     } else if (b_panel == "root") {

@@ -23,6 +23,7 @@
 #include "codegen/Target.h"
 #include "lang/Error.h"
 #include "lang/IRVisitor.h"
+#include "runtime/kiln_runtime.h"
 #include "schedule/ScheduleTrace.h"
 
 using namespace kiln;
@@ -448,13 +449,18 @@ TEST(SearchSpace, MatmulTemplateContainsTheHandSchedule) {
     SearchSpace t = space_for(op, shape, "template", Target::host());
     int vec = std::max(4, Target::host().vector_bits / 32);
     // With AVX-512 (32 registers): 4 vectors x 6 rows, k unrolled twice; at N = 64 that tile is
-    // all of C's width, so the row blocks are the outer (parallel) loop and B is read in place.
+    // all of C's width, so the row blocks are the outer loop, in as many parallel tasks as the
+    // runtime has threads (a power of two from 2 to 32), each with its own copy of B.
     bool wide = vec >= 16;
+    int tasks = 2;
+    while (tasks < std::min(32, kiln_get_num_threads()))
+        tasks *= 2;
     nlohmann::json hand = {{"lanes", std::min(vec, 16)},
                            {"tile_j", (wide ? 4 : 2) * std::min(vec, 16)},
                            {"tile_i", wide ? 6 : 8},
                            {"outer_order", wide ? "jo_inner" : "io_inner"},
-                           {"b_panel", wide ? "inline" : "at_jo"},
+                           {"b_panel", wide ? "per_task" : "at_jo"},
+                           {"b_tasks", wide ? tasks : 1},
                            {"prod_at", "tile"},
                            {"k_unroll", wide ? 2 : 1},
                            {"unroll_i", 1},
