@@ -160,10 +160,6 @@ private:
         return s;
     }
 
-    // A region of constant size and at most max_straight_lines lines as straight-line
-    // prefetches, each at its min plus a constant. Inside a register-tiled loop, loops with
-    // their own counters and a min per line cost registers the tile needs: LLVM spilled the
-    // tile of sums (conv2d's weights, matmul's rows of A, 2-3x slower). Undefined otherwise.
     // max - min per dimension where each is a constant; empty otherwise. Seen through the lets
     // around (a loop's extent is a name bound outside it), with the from loop's variable where
     // the prefetch happens: the region there may look variable only for iterations whose ahead
@@ -191,6 +187,10 @@ private:
         return result;
     }
 
+    // A region of constant size (widths) and at most max_straight_lines lines as straight-line
+    // prefetches, each at its min plus a constant: no loop counters and no min per line (a
+    // tile's 6 rows of A, 12 prefetches). Undefined otherwise. (Inside the innermost loop of a
+    // register tile LLVM still spills part of it for them: prefetch at a loop around it.)
     static Stmt straight_prefetches(const Call *c, const std::vector<Expr> &mins, int64_t lanes,
                                     const std::vector<int64_t> &widths) {
         constexpr int64_t max_straight_lines = 16;
