@@ -1,6 +1,7 @@
-# kiln_bench's usage errors around the options that choose the schedule (registered in bench/CMakeLists.txt), one CASE a
-# run: kiln_bench must exit with status 2 and print each expected piece of its message on stderr.
-#   cmake -DKILN_BENCH=<kiln_bench> -DWORK_DIR=<folder> -DCASE=<case> -P auto_config_errors.cmake
+# kiln_bench's usage errors around the options that choose the schedule (--knobs, --db,
+# --auto-config; registered in bench/CMakeLists.txt), one CASE a run: kiln_bench must exit with
+# status 2 and print each expected piece of its message on stderr.
+#   cmake -DKILN_BENCH=<kiln_bench> -DWORK_DIR=<folder> -DCASE=<case> -P usage_errors.cmake
 set(common --workload matmul --shape 64x64x64 --reps 1)
 if(CASE STREQUAL "not_json")
     set(args ${common} --auto-config "{\"tile_x\": 64,")
