@@ -182,18 +182,33 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     const bool unroll_x = ctx.knob("unroll_x", {1, 0}) != 0;
     const bool unroll_kx = ctx.knob("unroll_kx", {1, 0}) != 0;
     const bool parallel = ctx.knob("parallel", {1, 0}) != 0;
-    // The tasks: blocks of output channels when there are at least two (each task repacks its
-    // block's weights, with no barrier between), else rows of one block.
+    // The tasks. Each task reads all of one operand: with blocks of output channels, all of the
+    // padded input; with blocks of rows, all of the weights. Read by both cores, lines cost each
+    // of them more than lines of its own (on the Intel Xeon two threads summing the same 1 MB
+    // from L2 took 20% longer than each summing its own copy), so the hand schedule shares the
+    // smaller one: row_tasks where the padded input is larger than the weights (64 -> 64
+    // channels, 56 x 56: 861 KB against 147 KB), each of hand_task_count() tasks padding its own
+    // rows (and the two they overlap), else blocks of output channels where there are at least
+    // two (each task repacks its block's weights, with no barrier between), else rows of one
+    // block in parallel (rows).
+    const int64_t H = inst.shape[2];
+    const bool hand_row_tasks = (H + 2) * (W + 2) > 9 * CO;
     const bool hand_blocks = (CO + hand_co - 1) / hand_co >= 2;
-    const bool over_blocks =
-        ctx.knob_choice("parallel_over",
-                        hand_blocks ? std::vector<std::string>{"co_blocks", "rows"}
-                                    : std::vector<std::string>{"rows", "co_blocks"}) == "co_blocks";
+    using Kinds = std::vector<std::string>;
+    const std::string over =
+        ctx.knob_choice("parallel_over", hand_row_tasks ? Kinds{"row_tasks", "co_blocks", "rows"}
+                                         : hand_blocks  ? Kinds{"co_blocks", "rows", "row_tasks"}
+                                                        : Kinds{"rows", "co_blocks", "row_tasks"});
+    const bool over_blocks = over == "co_blocks", row_tasks = over == "row_tasks";
+    const int64_t hand_tasks = hand_task_count();
+    const int tasks = int(ctx.knob("tasks", hand_first(hand_tasks, powers_of_two(2, 32))));
     ctx.constraint("lanes <= natural vector width (" + std::to_string(vec) + ")",
                    lanes <= std::max(4, vec));
     ctx.constraint("tile_co is a multiple of lanes and <= C_out",
                    tile_co % lanes == 0 && tile_co <= std::max<int64_t>(CO, hand_co));
     ctx.constraint("tile_x <= W", tile_x <= W);
+    ctx.constraint("tasks other than its first value needs parallel_over row_tasks",
+                   row_tasks || tasks == hand_tasks);
     ctx.constraint("tile_co / lanes * tile_x <= 32 accumulators", tile_co / lanes * tile_x <= 32);
 
     Func out = inst.output, padded = inst.stages[0], w_packed = inst.stages[1],
@@ -219,17 +234,34 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     } else {
         out.split(x, xo, xi, tile_x).reorder(coi, xi, xo, y, coo).vectorize(coi, lanes);
     }
-    if (parallel) out.parallel(over_blocks ? coo : y);
+    // row_tasks: the rows in `tasks` blocks outermost, each with all its blocks of channels.
+    // ShiftInwards: a last block that would run past the image is moved back over rows the one
+    // before computes (the same values again); GuardWithIf would make the region of conv at xo
+    // a non-constant one, its sums no longer in registers (3 times slower).
+    Var yt("yt"), yi("yi");
+    if (row_tasks) {
+        out.split(y, yt, yi, int((H + tasks - 1) / tasks), TailStrategy::ShiftInwards)
+            .reorder(row ? VarOrRVar(xi) : VarOrRVar(coi), row ? VarOrRVar(coi) : VarOrRVar(xi), xo,
+                     yi, coo, yt);
+        if (parallel) out.parallel(yt);
+    } else if (parallel) {
+        out.parallel(over_blocks ? coo : y);
+    }
     // The padded input in blocks of channels (make_conv2d): a transpose, each vector of a
     // pixel's block's channels gathered from the input's planes, once per run (0.9 MB at the
-    // default shape).
+    // default shape), or per task of rows (row_tasks) in the task's own buffer.
     Var cb("cb");
-    if (channel_block(int(CI)) >= 4) {
-        padded.compute_root().vectorize(c);
+    if (row_tasks) {
+        padded.compute_at(out, yt);
     } else {
-        padded.compute_root().vectorize(x, vec);
+        padded.compute_root();
     }
-    if (parallel) padded.parallel(cb);
+    if (channel_block(int(CI)) >= 4) {
+        padded.vectorize(c);
+    } else {
+        padded.vectorize(x, vec);
+    }
+    if (parallel && !row_tasks) padded.parallel(cb);
     // The weights are repacked per block of tile_co output channels (at coo), into a dense
     // buffer of that block's channels (295 KB at 256 -> 256 channels: the block's tiles stream it
     // from L2). The repacking is a transpose (co moves innermost), each vector of lanes output
@@ -248,9 +280,9 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
         // threads: 1.79 -> 1.52 ms). Tasks of blocks of channels are faster still where there
         // are enough blocks (1.44 -> 1.27 ms there, 1.25 -> 1.19 ms at 64 -> 64 channels, 56 x
         // 56; interleaved).
-        if (parallel && !over_blocks) w_packed.parallel(wco);
+        if (parallel && over == "rows") w_packed.parallel(wco);
     }
-    conv.compute_at(out, row ? y : xo)
+    conv.compute_at(out, row ? (row_tasks ? yi : y) : xo)
         .reorder_storage(co, x, y)
         .reorder(co, x, y)
         .vectorize(co, lanes);

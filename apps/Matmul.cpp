@@ -278,9 +278,7 @@ void schedule_matmul(OperatorInstance &inst, GeneratorContext &ctx) {
     // interleaved; 11.8-12.2 -> 11.4-11.8 on one). So the hand schedule (b_panel per_task) cuts
     // the row blocks into as many tasks as the runtime has threads when the schedule is built
     // (a power of two from 2 to 32), each copying B into its panel first (2-3% of a task).
-    int64_t hand_tasks = 2;
-    while (hand_tasks < std::min(32, kiln_get_num_threads()))
-        hand_tasks *= 2;
+    const int64_t hand_tasks = hand_task_count();
     const int b_tasks =
         int(ctx.knob("b_tasks", one_panel ? hand_first(hand_tasks, powers_of_two(2, 32))
                                           : std::vector<int64_t>{1}));

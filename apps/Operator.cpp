@@ -9,6 +9,7 @@
 
 #include "apps/Builtin.h"
 #include "lang/Error.h"
+#include "runtime/kiln_runtime.h"
 #include "schedule/ScheduleTrace.h"
 
 namespace kiln::apps {
@@ -386,6 +387,13 @@ std::vector<int64_t> powers_of_two(int64_t lo, int64_t hi) {
     for (int64_t v = lo; v <= hi; v *= 2)
         r.push_back(v);
     return r;
+}
+
+int64_t hand_task_count() {
+    int64_t tasks = 2;
+    while (tasks < std::min(32, kiln_get_num_threads()))
+        tasks *= 2;
+    return tasks;
 }
 
 BufferBase random_buffer(Type t, const std::vector<int> &extents, const std::string &name,

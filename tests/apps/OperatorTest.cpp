@@ -8,6 +8,7 @@
 #include "apps/Operator.h"
 #include "codegen/AOT.h"
 #include "lang/Error.h"
+#include "lang/IRVisitor.h"
 #include "tests/lang/ErrorOf.h"
 
 namespace kiln::apps {
@@ -60,7 +61,8 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"matmul_bf16", {32, 32, 1024}}, Case{"conv2d", {4, 32, 8, 16}},
                     Case{"conv2d", {3, 19, 7, 11}}, Case{"conv2d", {20, 64, 6, 14}},
                     Case{"conv2d", {5, 16, 1, 9}}, Case{"conv2d", {3, 8, 2, 5}},
-                    Case{"conv2d_packed", {20, 64, 6, 14}}, Case{"conv2d_packed", {3, 19, 7, 11}},
+                    Case{"conv2d", {8, 8, 13, 12}}, Case{"conv2d_packed", {20, 64, 6, 14}},
+                    Case{"conv2d_packed", {3, 19, 7, 11}}, Case{"conv2d_packed", {16, 16, 13, 12}},
                     Case{"conv2d_pack", {20, 64}}, Case{"conv2d_pack", {3, 19}},
                     Case{"blur", {64, 40}}, Case{"blur", {37, 23}}, Case{"blur_u16", {80, 40}},
                     Case{"blur_u16", {37, 23}}, Case{"softmax", {8, 200}}, Case{"softmax", {7, 37}},
@@ -99,6 +101,47 @@ TEST(Operators, Conv2dOnPackedWeightsComputesWhatConv2dComputes) {
     EXPECT_EQ(wp.dim(4).extent, 5);
     EXPECT_EQ(wp.dim(5).extent, 5);
     EXPECT_EQ(wp(1, 3, 2, 1, 4, 4), w(2, 1, 19, 33));
+}
+
+// conv2d's hand schedule shares the smaller of its operands between its tasks. At 64 -> 64
+// channels, 56 x 56 the padded input (861 KB) is larger than the weights (147 KB): the tasks are
+// blocks of rows, the outermost loop and parallel, and each pads its own rows inside it. At
+// 256 -> 256 channels, 14 x 14 the weights are larger (2.4 MB): the padded input is computed
+// once, at the root, and the tasks are blocks of output channels.
+TEST(Operators, Conv2dTasksShareTheSmallerOperand) {
+    struct Nest : public IRVisitor {
+        std::vector<std::string> loops;
+        std::vector<std::string> around_padded; // the loops around padded's production
+        std::string first_parallel;
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            if (op->for_type == ForType::Parallel && first_parallel.empty())
+                first_parallel = op->name;
+            loops.push_back(op->name);
+            IRVisitor::visit(op);
+            loops.pop_back();
+        }
+        void visit(const ProducerConsumer *op) override {
+            if (op->is_producer && op->name == "padded") around_padded = loops;
+            IRVisitor::visit(op);
+        }
+    };
+    const Operator &op = find_operator("conv2d_packed");
+    OperatorInstance rows = op.make({64, 64, 56, 56});
+    op.hand_schedule(rows, Target::parse("x86-64-v4"));
+    Nest a;
+    a.include(rows.pipeline().lower().body);
+    EXPECT_EQ(a.first_parallel, "conv2d_packed.s0.yt");
+    EXPECT_EQ(a.around_padded, std::vector<std::string>{"conv2d_packed.s0.yt"})
+        << testing::PrintToString(a.around_padded);
+
+    OperatorInstance blocks = op.make({256, 256, 14, 14});
+    op.hand_schedule(blocks, Target::parse("x86-64-v4"));
+    Nest b;
+    b.include(blocks.pipeline().lower().body);
+    EXPECT_EQ(b.first_parallel, "padded.s0.cb");
+    EXPECT_EQ(b.around_padded, std::vector<std::string>{})
+        << testing::PrintToString(b.around_padded);
 }
 
 // check_knob_names (the benchmarks' --knobs): a knob the template declares passes, a misspelt

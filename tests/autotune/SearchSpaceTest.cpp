@@ -655,7 +655,23 @@ TEST(SearchSpace, BlurAndConv2dTemplatesScheduleCorrectly) {
                                  {"unroll_x", 1},
                                  {"unroll_kx", 0},
                                  {"parallel", 1},
-                                 {"parallel_over", "co_blocks"}}}};
+                                 {"parallel_over", "co_blocks"},
+                                 {"tasks", apps::hand_task_count()}}}};
+    // Tasks of rows, each padding its own: 13 rows in 4 tasks of 4, the last moved back over
+    // rows the third computes; in rows of sums (conv_at y) and per tile.
+    for (const char *conv_at : {"y", "xo"}) {
+        cases.push_back({"conv2d",
+                         "8x32x13x12",
+                         {{"lanes", std::min(vec, 16)},
+                          {"tile_co", 2 * std::min(vec, 16)},
+                          {"tile_x", 6},
+                          {"conv_at", conv_at},
+                          {"unroll_x", 1},
+                          {"unroll_kx", 1},
+                          {"parallel", 1},
+                          {"parallel_over", "row_tasks"},
+                          {"tasks", 4}}});
+    }
     for (const Case &c : cases) {
         const apps::Operator &op = apps::find_operator(c.op);
         std::vector<int64_t> shape = apps::parse_shape(op, c.shape);
@@ -663,7 +679,8 @@ TEST(SearchSpace, BlurAndConv2dTemplatesScheduleCorrectly) {
         apps::OperatorInstance inst = op.make(shape);
         t.apply(inst, t.from_json(c.config));
         BufferBase out = inst.realize();
-        EXPECT_LE(apps::max_relative_error(out, op.reference(inst)), op.tolerance) << c.op;
+        EXPECT_LE(apps::max_relative_error(out, op.reference(inst)), op.tolerance)
+            << c.op << " " << c.config.dump();
     }
 }
 
