@@ -38,9 +38,9 @@ std::vector<int64_t> hand_first(int64_t hand, const std::vector<int64_t> &values
 /// lo, 2 lo, ... up to hi.
 std::vector<int64_t> powers_of_two(int64_t lo, int64_t hi);
 /// A hand schedule's number of tasks that each work on data of their own: the power of two
-/// from 2 to 32 that is at least the runtime's thread count when the schedule is built
-/// (kiln_get_num_threads()).
-int64_t hand_task_count();
+/// from 2 to 32 that is at least the target's thread count (Target::threads), or where that is
+/// not set the runtime's when the schedule is built (kiln_get_num_threads()).
+int64_t hand_task_count(const Target &target);
 /// Hand schedules store outputs of at least this many bytes non-temporally
 /// (Func::store_nontemporal): larger than the caches of the machines kiln is tuned on, they
 /// would only evict the inputs.

@@ -200,7 +200,7 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
                                          : hand_blocks  ? Kinds{"co_blocks", "rows", "row_tasks"}
                                                         : Kinds{"rows", "co_blocks", "row_tasks"});
     const bool over_blocks = over == "co_blocks", row_tasks = over == "row_tasks";
-    const int64_t hand_tasks = hand_task_count();
+    const int64_t hand_tasks = hand_task_count(target);
     const int tasks = int(ctx.knob("tasks", hand_first(hand_tasks, powers_of_two(2, 32))));
     ctx.constraint("lanes <= natural vector width (" + std::to_string(vec) + ")",
                    lanes <= std::max(4, vec));

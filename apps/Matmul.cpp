@@ -276,9 +276,10 @@ void schedule_matmul(OperatorInstance &inst, GeneratorContext &ctx) {
     // while one two-thread process took 14% more time per thread (static or dynamic tasks
     // alike); with a copy of B per task, 6.3-6.6 -> 5.9-6.0 ms, oneDNN's 5.9-6.1 (2 threads,
     // interleaved; 11.8-12.2 -> 11.4-11.8 on one). So the hand schedule (b_panel per_task) cuts
-    // the row blocks into as many tasks as the runtime has threads when the schedule is built
-    // (a power of two from 2 to 32), each copying B into its panel first (2-3% of a task).
-    const int64_t hand_tasks = hand_task_count();
+    // the row blocks into as many tasks as the target has threads (Target::threads, else the
+    // runtime's when the schedule is built; a power of two from 2 to 32), each copying B into its
+    // panel first (2-3% of a task).
+    const int64_t hand_tasks = hand_task_count(target);
     const int b_tasks =
         int(ctx.knob("b_tasks", one_panel ? hand_first(hand_tasks, powers_of_two(2, 32))
                                           : std::vector<int64_t>{1}));

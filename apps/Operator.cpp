@@ -389,9 +389,10 @@ std::vector<int64_t> powers_of_two(int64_t lo, int64_t hi) {
     return r;
 }
 
-int64_t hand_task_count() {
+int64_t hand_task_count(const Target &target) {
+    const int threads = target.threads > 0 ? target.threads : kiln_get_num_threads();
     int64_t tasks = 2;
-    while (tasks < std::min(32, kiln_get_num_threads()))
+    while (tasks < std::min(32, threads))
         tasks *= 2;
     return tasks;
 }

@@ -60,7 +60,11 @@ EmitResult emit_best(const EmitOptions &opt, std::ostream &err) {
         err << "warning: " << why << "; emitting the hand schedule (run `kiln tune " << op.name
             << " --shape " << apps::shape_to_string(shape)
             << (target.has_gpu() ? " --target " + opt.target : std::string()) << "` to tune it)\n";
-        op.hand_schedule(inst, target);
+        // Without a record, the hand schedule plans its tasks for the thread count asked for,
+        // where the target does not name one (Target::threads).
+        Target planned = target;
+        if (planned.threads == 0 && opt.threads > 0) planned.threads = opt.threads;
+        op.hand_schedule(inst, planned);
     }
     if (opt.kinds.empty()) user_error("kiln compile: no output kind to emit");
     OutputSet outputs = OutputSet::in_directory(opt.out_dir, name, opt.kinds);

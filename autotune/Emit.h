@@ -43,7 +43,8 @@ struct EmitOptions {
     std::string db_path = "tuning_db/kiln.db";
     std::string out_dir;
     std::string function_name; ///< empty: the operator's name
-    int threads = 0;           ///< selects the target's records: 0 = default_threads()
+    int threads = 0; ///< selects the target's records: 0 = default_threads(); without one, the
+                     ///< thread count the hand schedule plans for (unless the target names one)
     /// "host", "host-opencl", "host-cuda" or a Target string (autotune::tune_target): selects
     /// the records (a GPU target's key names its device, so the device must be present) and is
     /// the target of the emitted object; for a GPU target the object embeds the kernels' source

@@ -130,7 +130,8 @@ std::string Target::to_string() const {
            (gpu != GpuApi::CUDA || cuda_archs == default_cuda_archs()
                 ? ""
                 : ";cuda_archs=" + cuda_arch_list(cuda_archs)) +
-           (profile ? ";profile=1" : "");
+           (profile ? ";profile=1" : "") +
+           (threads > 0 ? ";threads=" + std::to_string(threads) : "");
 }
 
 namespace {
@@ -254,10 +255,22 @@ Target Target::from_string(const std::string &text) {
                 user_error("target '", text, "': profile must be 0 or 1, got '", value, "'");
             }
             t.profile = value == "1";
+        } else if (key == "threads") {
+            // Digits only, at most 4 of them: no sign, no spaces, no overflow.
+            bool digits = !value.empty() && value.size() <= 4 &&
+                          std::all_of(value.begin(), value.end(),
+                                      [](char c) { return c >= '0' && c <= '9'; });
+            if (!digits || std::stoi(value) < 1 || std::stoi(value) > 1024) {
+                user_error("target '", text,
+                           "': threads must be a thread count from 1 to 1024 (what hand schedules "
+                           "plan their tasks for; leave it out for the runtime's), got '",
+                           value, "'");
+            }
+            t.threads = std::stoi(value);
         } else {
             user_error("target '", text, "': unknown key '", key,
                        "' (known: triple, cpu, features, vector_bits, fast_math, gpu, cuda_archs, "
-                       "profile)");
+                       "profile, threads)");
         }
     }
     return t;

@@ -37,6 +37,13 @@ struct Target {
     /// and the runtime prints it to stderr at exit unless KILN_PROFILE_AT_EXIT=0. Costs two clock
     /// reads per produce of a Func and per parallel task.
     bool profile = false;
+    /// The thread count the kernel is planned for (TVM's num-cores): hand schedules whose tasks
+    /// each work on data of their own (matmul's b_tasks, conv2d's tasks) make that many. 0, the
+    /// default: the runtime's thread count where the schedule is built (kiln_get_num_threads():
+    /// KILN_NUM_THREADS, else the machine's cores). Set it when compiling ahead of time for a
+    /// machine with another core count ("host;threads=64"). Parallel loops run on as many
+    /// threads as the runtime has at run time whatever it says; it only shapes the tasks.
+    int threads = 0;
 
     /// This target with GPU kernels compiled for api: `Target::host().with_gpu(GpuApi::OpenCL)`.
     Target with_gpu(GpuApi api) const {
@@ -64,7 +71,7 @@ struct Target {
     /// "triple=...;cpu=...;features=...;vector_bits=512;fast_math=0", then ";gpu=cuda" or
     /// ";gpu=opencl" when the target has a GPU API (so CPU-only keys are what they always were),
     /// then ";cuda_archs=sm_80,sm_90" for gpu=cuda when the list is not the default, then
-    /// ";profile=1" when profiling.
+    /// ";profile=1" when profiling, then ";threads=N" when threads is set.
     std::string to_string() const;
 
     /// Parses the text form of to_string(); keys may come in any order and missing ones keep
@@ -77,7 +84,7 @@ struct Target {
     /// host's triple with exactly that CPU's features, so the code runs on any machine that has
     /// them), either followed by "-cuda" or "-opencl" (GPU kernels), by "-profile" (profiling,
     /// "host-profile", "host-cuda-profile") and by ";key=value..." to change fields
-    /// ("x86-64-v3-cuda;cuda_archs=sm_90"), or a full to_string() text. Raises
+    /// ("x86-64-v3-cuda;cuda_archs=sm_90", "host;threads=64"), or a full to_string() text. Raises
     /// CompileError for an unknown CPU (naming some known ones) and as from_string.
     static Target parse(const std::string &text);
 

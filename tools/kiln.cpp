@@ -248,7 +248,8 @@ static int run_kiln(int argc, char **argv) {
                      "host, host-opencl, host-cuda or a target string (as tuned)")
         ->default_str("host");
     compile_cmd->add_option("--threads", emit.threads,
-                            "the thread count the schedule was tuned with (default: all cores)");
+                            "the thread count the schedule was tuned with (default: all cores); "
+                            "with no tuned schedule, the one the hand schedule plans tasks for");
     std::string emit_kinds = "object,static_library,c_header";
     compile_cmd
         ->add_option("-e,--emit", emit_kinds,

@@ -2,12 +2,14 @@
 // plain-loop reference at a small and an odd shape; the registry's and parse_shape's errors.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <gtest/gtest.h>
 
 #include "apps/Operator.h"
 #include "codegen/AOT.h"
 #include "lang/Error.h"
+#include "lang/IROperator.h"
 #include "lang/IRVisitor.h"
 #include "tests/lang/ErrorOf.h"
 
@@ -105,7 +107,8 @@ TEST(Operators, Conv2dOnPackedWeightsComputesWhatConv2dComputes) {
 
 // conv2d's hand schedule shares the smaller of its operands between its tasks. At 64 -> 64
 // channels, 56 x 56 the padded input (861 KB) is larger than the weights (147 KB): the tasks are
-// blocks of rows, the outermost loop and parallel, and each pads its own rows inside it. At
+// blocks of rows, the outermost loop and parallel, and each pads its own rows inside it; there
+// are as many as the target's threads (Target::threads): 2 tasks of 28 rows, or 8 of 7. At
 // 256 -> 256 channels, 14 x 14 the weights are larger (2.4 MB): the padded input is computed
 // once, at the root, and the tasks are blocks of output channels.
 TEST(Operators, Conv2dTasksShareTheSmallerOperand) {
@@ -113,10 +116,12 @@ TEST(Operators, Conv2dTasksShareTheSmallerOperand) {
         std::vector<std::string> loops;
         std::vector<std::string> around_padded; // the loops around padded's production
         std::string first_parallel;
+        std::optional<int64_t> rows_per_task; // the extent of the loop inside a task's rows
         using IRVisitor::visit;
         void visit(const For *op) override {
             if (op->for_type == ForType::Parallel && first_parallel.empty())
                 first_parallel = op->name;
+            if (op->name == "conv2d_packed.s0.yi") rows_per_task = as_const_int(op->extent);
             loops.push_back(op->name);
             IRVisitor::visit(op);
             loops.pop_back();
@@ -127,13 +132,16 @@ TEST(Operators, Conv2dTasksShareTheSmallerOperand) {
         }
     };
     const Operator &op = find_operator("conv2d_packed");
-    OperatorInstance rows = op.make({64, 64, 56, 56});
-    op.hand_schedule(rows, Target::parse("x86-64-v4"));
-    Nest a;
-    a.include(rows.pipeline().lower().body);
-    EXPECT_EQ(a.first_parallel, "conv2d_packed.s0.yt");
-    EXPECT_EQ(a.around_padded, std::vector<std::string>{"conv2d_packed.s0.yt"})
-        << testing::PrintToString(a.around_padded);
+    for (int threads : {2, 8}) {
+        OperatorInstance rows = op.make({64, 64, 56, 56});
+        op.hand_schedule(rows, Target::parse("x86-64-v4;threads=" + std::to_string(threads)));
+        Nest a;
+        a.include(rows.pipeline().lower().body);
+        EXPECT_EQ(a.first_parallel, "conv2d_packed.s0.yt");
+        EXPECT_EQ(a.around_padded, std::vector<std::string>{"conv2d_packed.s0.yt"})
+            << testing::PrintToString(a.around_padded);
+        EXPECT_EQ(a.rows_per_task, 56 / threads) << threads << " threads";
+    }
 
     OperatorInstance blocks = op.make({256, 256, 14, 14});
     op.hand_schedule(blocks, Target::parse("x86-64-v4"));

@@ -656,7 +656,7 @@ TEST(SearchSpace, BlurAndConv2dTemplatesScheduleCorrectly) {
                                  {"unroll_kx", 0},
                                  {"parallel", 1},
                                  {"parallel_over", "co_blocks"},
-                                 {"tasks", apps::hand_task_count()}}}};
+                                 {"tasks", apps::hand_task_count(Target::host())}}}};
     // Tasks of rows, each padding its own: 13 rows in 4 tasks of 4, the last moved back over
     // rows the third computes; in rows of sums (conv_at y) and per tile.
     for (const char *conv_at : {"y", "xo"}) {

@@ -23,6 +23,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "apps/Operator.h"
 #include "autotune/CostModel.h"
@@ -713,6 +714,33 @@ TEST(Tuner, CompileEmitsTheOperatorsInputOrder) {
                   .find("int matmul(kiln_buffer_t *A, kiln_buffer_t *B, kiln_buffer_t *C);"),
               std::string::npos)
         << read_file(r.files[2]);
+}
+
+// Without a tuned record, `kiln compile` emits the hand schedule planned for the thread count
+// asked for: conv2d's tasks of rows (16 -> 16 channels, 24 x 24) number --threads (4: rows in
+// blocks of 6), or the target's `threads` where it names one (8: blocks of 3), not the building
+// machine's.
+TEST(Tuner, CompileWithoutARecordPlansTheHandScheduleForTheThreadsAskedFor) {
+    TempDir dir;
+    EmitOptions e;
+    e.op = "conv2d";
+    e.shape = {16, 16, 24, 24};
+    e.db_path = dir / "none.db";
+    e.kinds = parse_output_kinds("lowered_stmt");
+    std::ostringstream warn;
+    for (auto [threads, target, rows] :
+         {std::tuple{4, std::string("host"), 6}, std::tuple{4, std::string("host;threads=8"), 3}}) {
+        e.threads = threads;
+        e.target = target;
+        e.out_dir = dir / ("t" + std::to_string(rows));
+        EmitResult r = emit_best(e, warn);
+        ASSERT_EQ(r.files.size(), 1u);
+        std::string stmt = read_file(r.files[0]);
+        EXPECT_NE(stmt.find("for (conv2d.s0.yi, 0, " + std::to_string(rows) + ")"),
+                  std::string::npos)
+            << target << "\n"
+            << stmt.substr(0, 3000);
+    }
 }
 
 // `kiln compile --emit assembly,llvm_ir,lowered_stmt`: every level of the emitted kernel, in the

@@ -17,6 +17,7 @@
 #include "codegen/ObjectEmitter.h"
 #include "codegen/Target.h"
 #include "lang/Error.h"
+#include "tests/lang/ErrorOf.h"
 
 using namespace kiln;
 using namespace kiln::test;
@@ -70,6 +71,31 @@ TEST(Target, TextFormRoundTripsAndIsStable) {
     EXPECT_EQ(u.vector_bits, 256);
     EXPECT_EQ(u.to_string(),
               "triple=x86_64-unknown-linux-gnu;cpu=znver4;features=;vector_bits=256;fast_math=0");
+}
+
+// threads (the thread count hand schedules plan their tasks for) appears in the text only when
+// set, so the keys of targets without it are what they were; it parses from a named target's
+// overrides too.
+TEST(Target, ThreadsIsInTheTextOnlyWhenSet) {
+    Target t = Target::host();
+    EXPECT_EQ(t.threads, 0);
+    EXPECT_EQ(t.to_string().find("threads"), std::string::npos) << t.to_string();
+    t.threads = 32;
+    EXPECT_NE(t.to_string().find(";threads=32"), std::string::npos) << t.to_string();
+    EXPECT_EQ(Target::from_string(t.to_string()), t);
+    EXPECT_EQ(Target::parse("host;threads=64").threads, 64);
+    EXPECT_EQ(Target::parse("x86-64-v3;threads=1").threads, 1);
+}
+
+TEST(Target, ABadThreadCountIsAnErrorNamingTheValue) {
+    for (const char *bad : {"0", "-2", "abc", "", "1025", "99999", " 4", "4x"}) {
+        std::string text = std::string("host;threads=") + bad;
+        std::string message = kiln::test::error_of<CompileError>([&] { Target::parse(text); });
+        EXPECT_NE(message.find("threads must be a thread count from 1 to 1024"), std::string::npos)
+            << text << ": " << message;
+        EXPECT_NE(message.find(std::string("got '") + bad + "'"), std::string::npos)
+            << text << ": " << message;
+    }
 }
 
 TEST(Target, UnknownKeyIsAnErrorNamingIt) {
