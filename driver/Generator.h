@@ -82,6 +82,8 @@ public:
     GeneratorContext(Target target, std::map<std::string, std::string> params)
         : target_(std::move(target)), params(std::move(params)) {}
 
+    /// The target the pipeline is compiled for: its vector width, features and, where set,
+    /// `threads` (the thread count to plan tasks for, `-t "host;threads=32"`; 0 when unset).
     const Target &target() const { return target_; }
 
     /// Whether the parameter was given.
