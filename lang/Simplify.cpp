@@ -59,9 +59,48 @@ bool binds(const T &node, const std::string &name) {
 // cancel: a register tile's index `(j.min + 16) - j.min` becomes the constant that lets LLVM
 // keep the tile in registers. Not a value that reads the let's own name (`let x = x + 1`): rules
 // that simplify an already simplified part again would substitute it twice.
+// Whether e is built from ramps and broadcasts by + - * / % with constants, scalar variables
+// (added to names) and constants.
+bool index_arithmetic(const Expr &e, std::vector<std::string> &names) {
+    if (is_const(e)) return true;
+    if (const auto *v = e.as<Variable>()) {
+        names.push_back(v->name);
+        return v->type.is_scalar();
+    }
+    if (const auto *r = e.as<Ramp>())
+        return index_arithmetic(r->base, names) && index_arithmetic(r->stride, names);
+    if (const auto *b = e.as<Broadcast>()) return index_arithmetic(b->value, names);
+    if (const auto *a = e.as<Add>())
+        return index_arithmetic(a->a, names) && index_arithmetic(a->b, names);
+    if (const auto *d = e.as<Sub>())
+        return index_arithmetic(d->a, names) && index_arithmetic(d->b, names);
+    if (const auto *m = e.as<Mul>()) {
+        return (is_const(m->b) && index_arithmetic(m->a, names)) ||
+               (is_const(m->a) && index_arithmetic(m->b, names));
+    }
+    if (const auto *d = e.as<Div>()) return is_const(d->b) && index_arithmetic(d->a, names);
+    if (const auto *m = e.as<Mod>()) return is_const(m->b) && index_arithmetic(m->a, names);
+    return false;
+}
+
+// A vector of indices of index_arithmetic (what the vectorizer binds to a name for a fused
+// loop's coordinate, `let c.vec = ramp(f, 1, 16) % x16(4)`), none of whose variables the body
+// rebinds: cheap to recompute at each use, and substituted, the uses can recombine it
+// (recombine_div_mod: c + 4 x is the dense ramp of f again, not a gather).
+template <typename Body>
+bool cheap_vector_index(const Expr &value, const Body &body) {
+    if (!value.type().is_vector() || !value.type().is_int_or_uint()) return false;
+    std::vector<std::string> names;
+    if (!index_arithmetic(value, names)) return false;
+    for (const std::string &n : names)
+        if (binds(body, n)) return false;
+    return true;
+}
+
 template <typename Body>
 bool substitutable(const std::string &name, const Expr &value, const Body &body) {
     if (is_const(value)) return true;
+    if (cheap_vector_index(value, body) && !mentions(value, name)) return true;
     const auto *v = value.as<Variable>();
     if (const auto *add = value.as<Add>(); add && value.type().is_scalar() && is_const(add->b))
         v = add->a.as<Variable>();

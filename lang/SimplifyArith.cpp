@@ -112,6 +112,71 @@ std::pair<Int128, Int128> Simplifier::alignment(const Expr &e) {
     return {modulus, remainder};
 }
 
+// An integer vector sum of one ramp, broadcasts and a constant, k ramp(b, s) + sum of
+// c_j x(v_j) + K, is lane by lane (k b + sum of c_j v_j + K) + i k s: one ramp whose base is that
+// scalar sum. Exact under wrapping too. A dense index
+// that arrived in pieces (a fused loop's coordinates recombined, plus broadcast offsets) so becomes
+// the one ramp the code generator loads and stores as a dense vector. Only where every term folds:
+// a sum with other terms keeps its form.
+std::optional<Expr> Simplifier::ramp_of_linear_form(const LinearForm &f) {
+    Type t = f.type;
+    if (!t.is_vector() || !t.is_int_or_uint()) return std::nullopt;
+    const Ramp *ramp = nullptr;
+    uint64_t k = 0;
+    LinearForm base(t.element_of());
+    for (const auto &[term, coefficient] : f.terms) {
+        if (const auto *r = term.as<Ramp>(); r && !ramp) {
+            ramp = r;
+            k = coefficient;
+        } else if (const auto *b = term.as<Broadcast>()) {
+            collect(b->value, coefficient, base);
+        } else {
+            return std::nullopt;
+        }
+    }
+    if (!ramp || (f.terms.size() == 1 && f.constant == 0)) return std::nullopt;
+    base.constant += f.constant;
+    collect(ramp->base, k, base);
+    Expr scale = make_const(t.element_of(), signed_coefficient(t, k));
+    return make_ramp(mutate(rebuild(base)), mutate(Mul::make(ramp->stride, scale)), t.lanes);
+}
+
+namespace {
+
+// x % c and x / c in one linear form, for a constant c > 0, the quotient's coefficient k c: k x,
+// and what is left of the remainder's. Exact for every type (x / c * c + x % c is x, and the
+// coefficients are a ring's). A loop fused from two (fuse(c, x, f): c = f % 4, x = f / 4) and
+// vectorized indexes a buffer whose dimension c has extent 4 at c + 4 x: recombined, that is the
+// dense ramp of f instead of a gather.
+bool recombine_div_mod(LinearForm &f) {
+    Type t = f.type;
+    for (auto it = f.terms.begin(); it != f.terms.end(); ++it) {
+        const auto *m = it->first.as<Mod>();
+        if (!m) continue;
+        auto c = const_value(m->b);
+        if (!c || *c <= 0) continue;
+        auto d = f.terms.find(Div::make(m->a, m->b));
+        if (d == f.terms.end()) continue;
+        // kD (x / c) + kM (x % c) = k (x / c * c + x % c) + (kM - k) (x % c) for kD = k c: k is
+        // kM where kM c = kD in the type's arithmetic (the whole pair goes), else kD / c.
+        uint64_t k = it->second;
+        if (signed_coefficient(t, k * uint64_t(int64_t(*c))) != signed_coefficient(t, d->second)) {
+            const Int128 kd = signed_coefficient(t, d->second);
+            if (kd % *c != 0) continue;
+            k = uint64_t(int64_t(kd / *c));
+        }
+        Expr x = m->a;
+        it->second -= k;
+        if (signed_coefficient(t, it->second) == 0) f.terms.erase(it);
+        f.terms.erase(d);
+        collect(x, k, f);
+        return true;
+    }
+    return false;
+}
+
+} // namespace
+
 Expr Simplifier::visit(const Add *op) {
     Expr a = mutate(op->a), b = mutate(op->b);
     if (auto r = fold_arith(IRNodeType::Add, a, b)) return *r;
@@ -121,6 +186,8 @@ Expr Simplifier::visit(const Add *op) {
     LinearForm f(op->type);
     collect(a, 1, f);
     collect(b, 1, f);
+    if (recombine_div_mod(f)) return mutate(rebuild(f));
+    if (auto r = ramp_of_linear_form(f)) return *r;
     return rebuild(f);
 }
 
@@ -133,7 +200,10 @@ Expr Simplifier::visit(const Sub *op) {
         if (is_const_zero(b) && !std::signbit(*as_const_float(b))) return a;
         return unchanged_or(op, a, b);
     }
-    return rebuild(difference(a, b));
+    LinearForm f = difference(a, b);
+    if (recombine_div_mod(f)) return mutate(rebuild(f));
+    if (auto r = ramp_of_linear_form(f)) return *r;
+    return rebuild(f);
 }
 
 Expr Simplifier::visit(const Mul *op) {
@@ -142,6 +212,13 @@ Expr Simplifier::visit(const Mul *op) {
     if (auto r = broadcast_rule<Mul>(a, b)) return *r;
     if (should_swap(a, b)) std::swap(a, b);
     Type t = op->type;
+    // x4(x) * x4(7) is x4(x * 7), the product taken once, on the scalar; not for a sum, which
+    // the scalar product would distribute into more terms.
+    if (const auto *ba = a.as<Broadcast>(); ba && is_const(b) && t.is_int_or_uint()) {
+        LinearForm v = linear(ba->value);
+        if (v.terms.size() == 1 && v.constant == 0)
+            return Broadcast::make(mutate(Mul::make(ba->value, b.as<Broadcast>()->value)), t.lanes);
+    }
     if (const auto *ramp = a.as<Ramp>(); ramp && b.as<Broadcast>()) {
         Expr s = b.as<Broadcast>()->value;
         return make_ramp(mutate(Mul::make(ramp->base, s)), mutate(Mul::make(ramp->stride, s)),

@@ -197,6 +197,8 @@ private:
         return Broadcast::make(mutate(Op::make(ba->value, bb->value)), ba->lanes);
     }
     std::optional<Expr> ramp_add_rule(const Expr &a, const Expr &b, bool subtract);
+    // An integer vector sum of one ramp (any coefficient), broadcasts and a constant: one ramp.
+    std::optional<Expr> ramp_of_linear_form(const LinearForm &f);
     // ramp / broadcast(c) and ramp % broadcast(c) when every lane is in the same block of c.
     std::optional<Expr> ramp_in_one_block_rule(const Expr &a, const Expr &b, bool divide);
     // e == remainder (mod modulus) for an integer scalar e, from its linear form and the

@@ -240,7 +240,9 @@ Reducible reducible(std::mt19937_64 &rng, test::RandomExprGenerator &gen, int de
     auto c = [&] { return int64_t(rng() % 17) - 8; };
     int64_t c1 = c(), c2 = c(), c3 = c();
     auto k = [&](int64_t v) { return make_const(t, v); };
-    int pattern = int(rng() % 12);
+    const int64_t d = 1 + int64_t(rng() % 9);
+    const Expr x = gen.int_expr(t, 0);
+    int pattern = int(rng() % 14);
     switch (pattern) {
     case 0:
         return {Sub::make(a, a), make_zero(t), "a - a", true};
@@ -265,6 +267,17 @@ Reducible reducible(std::mt19937_64 &rng, test::RandomExprGenerator &gen, int de
     case 10:
         return {Add::make(a, Mul::make(k(c1), Add::make(k(c2), k(c3)))),
                 Add::make(a, k(c1 * (c2 + c3))), "a + c1 * (c2 + c3)"};
+    // A leaf (a variable, a constant, a ramp or broadcast of one) for x, and no b: the
+    // simplifier may rewrite x % d and x / d of a larger x apart ((w % 6) % 3 is w % 3), and a
+    // random b may hold more of x / d; either way the pair no longer matches, though the sum
+    // still equals x.
+    case 11:
+        return {Add::make(Mod::make(x, k(d)), Mul::make(Div::make(x, k(d)), k(d))), x,
+                "x % d + (x / d) * d"};
+    case 12:
+        return {Sub::make(Mul::make(Div::make(x, k(d)), k(d * (c1 + 9))),
+                          Mul::make(Mod::make(x, k(d)), k(-(c1 + 9)))),
+                Mul::make(x, k(c1 + 9)), "(x / d) * (d k) - (x % d) * -k, k > 0"};
     default:
         return {Add::make(a, Sub::make(b, b)), a, "a + (b - b)"};
     }

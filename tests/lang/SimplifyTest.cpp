@@ -275,6 +275,45 @@ TEST(Simplify, KeepsUnsignedModuloByANonPowerOfTwo) {
     EXPECT_TRUE(simplifies_to(e, e));
 }
 
+// x % c + (x / c) * c is x (the coordinates of a fused loop put back together), with any
+// coefficient k on both, in a sum or a difference, for a wrapping type too; not when the
+// coefficients do not match or the divisors differ.
+TEST(Simplify, AModuloAndItsQuotientTimesTheDivisorAreTheDividend) {
+    Expr m = Mod::make(x, Expr(4)), d = Div::make(x, Expr(4));
+    EXPECT_TRUE(simplifies_to(Add::make(m, Mul::make(d, Expr(4))), x));
+    EXPECT_TRUE(
+        simplifies_to(Add::make(Add::make(Mul::make(m, Expr(3)), y), Mul::make(d, Expr(12))),
+                      Add::make(Mul::make(x, Expr(3)), y)));
+    EXPECT_TRUE(simplifies_to(Sub::make(Mul::make(d, Expr(4)), Sub::make(y, m)), Sub::make(x, y)));
+    Expr u = var("u", UInt(8));
+    EXPECT_TRUE(
+        simplifies_to(Add::make(Mod::make(u, typed(UInt(8), 3)),
+                                Mul::make(Div::make(u, typed(UInt(8), 3)), typed(UInt(8), 3))),
+                      u));
+    Expr mismatched = Add::make(m, Mul::make(d, Expr(3)));
+    EXPECT_FALSE(equal(simplify(mismatched), x)) << simplify(mismatched);
+    Expr other_divisor = Add::make(m, Mul::make(Div::make(x, Expr(8)), Expr(4)));
+    EXPECT_FALSE(equal(simplify(other_divisor), x)) << simplify(other_divisor);
+}
+
+// The vectorizer binds a fused loop's coordinates to names (`let c.vec = ramp % x16(4)`); the
+// simplifier substitutes such cheap vector indices, so c + 4 x over a dense region becomes the
+// dense ramp it is, not a gather. A vector let of a load stays a let.
+TEST(Simplify, VectorIndicesOfAFusedLoopRecombineIntoADenseRamp) {
+    Expr f = Ramp::make(Mul::make(y, Expr(16)), Expr(1), 16);
+    Expr four = Broadcast::make(Expr(4), 16);
+    Expr c = Variable::make(Int(32, 16), "c.vec"), xv = Variable::make(Int(32, 16), "x.vec");
+    Expr index = Add::make(c, Mul::make(xv, four));
+    Expr e =
+        Let::make("c.vec", Mod::make(f, four),
+                  Let::make("x.vec", Div::make(f, four), Add::make(index, Broadcast::make(z, 16))));
+    EXPECT_TRUE(simplifies_to(e, Ramp::make(Add::make(Mul::make(y, Expr(16)), z), Expr(1), 16)));
+    Expr loaded = Load::make(Int(32, 16), "buf", f);
+    Expr kept = Let::make("c.vec", loaded, Add::make(c, c));
+    EXPECT_TRUE(simplifies_to(
+        kept, Let::make("c.vec", loaded, Mul::make(c, Broadcast::make(Expr(2), 16)))));
+}
+
 // ---- Select and logic ----------------------------------------------------------------------
 
 TEST(Simplify, SelectOfAConstantConditionPicksABranch) {

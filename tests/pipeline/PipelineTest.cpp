@@ -125,6 +125,25 @@ TEST(Pipeline, AFusedLoopSplitByAVectorThenShiftedInwardsStaysInsideItsAllocatio
     expect_same_buffer<int>(want, out.realize({11, 13}));
 }
 
+// A producer whose inner dimension has 4 values, fused with the next and vectorized: the
+// fused loop's coordinates are f % 4 and f / 4, and its stores, at c + 4 x in its own buffer,
+// are the dense ramp of f (recombined by the simplifier), not a scatter; its values are the
+// reference's. (Its loads from the input stay a gather: the input's stride.1 is known only at
+// run time.)
+TEST(Pipeline, AFusedVectorizedLoopOverADenseRegionStoresDenseVectors) {
+    Buffer<int> in = ramp_buffer({4, 40}, "fv_in");
+    Func g("fv_g"), out("fv_out");
+    Var c("c"), x("x"), f("f");
+    g(c, x) = in(c, x) * 3 + c;
+    out(c, x) = g(c, x) - x;
+    out.bound(c, 0, 4);
+    g.compute_root().fuse(c, x, f).vectorize(f, 16);
+    Buffer<int> want = reference_realize(out, {4, 40});
+    std::string text = to_string(Pipeline(out).lower().body);
+    EXPECT_THAT(text, HasSubstr("fv_g[ramp(")) << text;
+    expect_same_buffer<int>(want, out.realize({4, 40}));
+}
+
 TEST(Pipeline, RealizingTwiceCompilesOnce) {
     Func f("compile_once_f");
     Var x("x");
