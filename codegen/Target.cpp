@@ -214,8 +214,16 @@ Target Target::parse(const std::string &text) {
     if (head.empty()) user_error("target '", text, "': ", target_forms);
     Target base = head == "host" ? host() : named_cpu(text, head);
     base.profile = profile;
-    // Later keys win in from_string, so the overrides replace the base's fields.
-    return from_string(base.with_gpu(api).to_string() + rest);
+    // Later keys win in from_string, so the overrides replace the base's fields. Its errors
+    // name the text the user wrote, not the expanded target string.
+    const std::string expanded = base.with_gpu(api).to_string() + rest;
+    try {
+        return from_string(expanded);
+    } catch (const CompileError &e) {
+        const std::string message = e.what(), prefix = "target '" + expanded + "': ";
+        if (message.rfind(prefix, 0) != 0) throw;
+        user_error("target '", text, "': ", message.substr(prefix.size()));
+    }
 }
 
 Target Target::from_string(const std::string &text) {

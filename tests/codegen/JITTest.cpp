@@ -95,6 +95,9 @@ TEST(Target, ABadThreadCountIsAnErrorNamingTheValue) {
             << text << ": " << message;
         EXPECT_NE(message.find(std::string("got '") + bad + "'"), std::string::npos)
             << text << ": " << message;
+        // The text as written, not the expanded target string.
+        EXPECT_EQ(message.rfind("target '" + text + "': ", 0), 0u) << message;
+        EXPECT_EQ(message.find("features="), std::string::npos) << message;
     }
 }
 
