@@ -53,12 +53,6 @@ bool binds(const T &node, const std::string &name) {
     return f.found;
 }
 
-// Whether a let's value can be substituted into the body: constants always, variables and a
-// scalar variable plus a constant when no binder in the body would capture the variable. The
-// latter (an unrolled copy's `j = j.min + 16`, as in Halide) lets offsets from a common base
-// cancel: a register tile's index `(j.min + 16) - j.min` becomes the constant that lets LLVM
-// keep the tile in registers. Not a value that reads the let's own name (`let x = x + 1`): rules
-// that simplify an already simplified part again would substitute it twice.
 // Whether e is built from ramps and broadcasts by + - * / % with constants, scalar variables
 // (added to names) and constants.
 bool index_arithmetic(const Expr &e, std::vector<std::string> &names) {
@@ -97,6 +91,13 @@ bool cheap_vector_index(const Expr &value, const Body &body) {
     return true;
 }
 
+// Whether a let's value can be substituted into the body: constants always, variables and a
+// scalar variable plus a constant when no binder in the body would capture the variable. The
+// latter (an unrolled copy's `j = j.min + 16`, as in Halide) lets offsets from a common base
+// cancel: a register tile's index `(j.min + 16) - j.min` becomes the constant that lets LLVM
+// keep the tile in registers. Not a value that reads the let's own name (`let x = x + 1`): rules
+// that simplify an already simplified part again would substitute it twice. Also a vector index
+// of cheap_vector_index.
 template <typename Body>
 bool substitutable(const std::string &name, const Expr &value, const Body &body) {
     if (is_const(value)) return true;

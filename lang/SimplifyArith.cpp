@@ -114,10 +114,10 @@ std::pair<Int128, Int128> Simplifier::alignment(const Expr &e) {
 
 // An integer vector sum of one ramp, broadcasts and a constant, k ramp(b, s) + sum of
 // c_j x(v_j) + K, is lane by lane (k b + sum of c_j v_j + K) + i k s: one ramp whose base is that
-// scalar sum. Exact under wrapping too. A dense index
-// that arrived in pieces (a fused loop's coordinates recombined, plus broadcast offsets) so becomes
-// the one ramp the code generator loads and stores as a dense vector. Only where every term folds:
-// a sum with other terms keeps its form.
+// scalar sum. Exact under wrapping too. A dense index that arrived in pieces (a fused loop's
+// coordinates recombined, plus broadcast offsets) so becomes the one ramp the code generator
+// loads and stores as a dense vector. Only where every term folds: a sum with other terms keeps
+// its form.
 std::optional<Expr> Simplifier::ramp_of_linear_form(const LinearForm &f) {
     Type t = f.type;
     if (!t.is_vector() || !t.is_int_or_uint()) return std::nullopt;
