@@ -17,11 +17,13 @@
 #include "codegen/InjectProfiling.h"
 #include "codegen/LLVMModuleImpl.h"
 #include "lang/Error.h"
+#include "lang/IREquality.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
 #include "lang/IRToolbox.h"
 #include "lang/IRVisitor.h"
 #include "lang/Param.h"
+#include "lang/Simplify.h"
 #include "runtime/kiln_runtime.h"
 
 namespace kiln {
@@ -112,6 +114,9 @@ struct FunctionState {
     Scope<llvm::Value *> ramp_bases;
     /// For each let-bound vector whose value is a broadcast, the scalar broadcast, else null.
     Scope<llvm::Value *> broadcast_scalars;
+    /// Each let's value, and an undefined Expr for a loop's variable (it hides a let of the
+    /// same name): what a transposed copy's index differences are proved constant with.
+    Scope<Expr> let_values;
     /// kiln_malloc blocks live at the current point, freed on every error return.
     std::vector<llvm::Value *> heap_allocations;
     /// kiln_buffer_t descriptors of buffer arguments and of allocations that kernels use.
@@ -755,6 +760,7 @@ private:
 
     void push_let(const std::string &name, const Expr &e, llvm::Value *v) {
         state.symbols.push(name, v);
+        state.let_values.push(name, e);
         llvm::Value *base = nullptr, *scalar = nullptr;
         if (e.type().is_vector()) {
             base = dense_base(e);
@@ -766,6 +772,7 @@ private:
 
     void pop_let(const std::string &name) {
         state.symbols.pop(name);
+        state.let_values.pop(name);
         state.ramp_bases.pop(name);
         state.broadcast_scalars.pop(name);
     }
@@ -1202,7 +1209,9 @@ private:
         builder.CreateCondBr(builder.CreateICmpSLT(i, end), body, after);
         builder.SetInsertPoint(body);
         state.symbols.push(op->name, i);
+        state.let_values.push(op->name, Expr());
         codegen(op->body);
+        state.let_values.pop(op->name);
         state.symbols.pop(op->name);
         // i < end <= INT32_MAX here, so the increment cannot overflow: nsw is a fact, and it
         // lets LLVM widen and vectorize the induction variable.
@@ -1349,15 +1358,22 @@ private:
             llvm::Value *p = element_pointer(element, base, r->base);
             if (mask) {
                 mark_access(builder.CreateMaskedStore(v, p, align, mask), op->name);
-            } else if (x86 && lowered->nontemporal_stores.count(op->name)) {
-                nontemporal_store(v, p, t, op->name);
             } else {
-                mark_access(builder.CreateAlignedStore(v, p, align), op->name);
+                store_dense(v, p, t, op->name);
             }
         } else {
             // Lanes that share an address are written in lane order, so the last one wins.
             llvm::Value *pointers = builder.CreateGEP(element, base, codegen(op->index));
             mark_access(builder.CreateMaskedScatter(v, pointers, align, mask), op->name);
+        }
+    }
+
+    /// A dense vector store (non-temporal where the schedule asked for it).
+    void store_dense(llvm::Value *v, llvm::Value *p, Type t, const std::string &buffer) {
+        if (x86 && lowered->nontemporal_stores.count(buffer)) {
+            nontemporal_store(v, p, t, buffer);
+        } else {
+            mark_access(builder.CreateAlignedStore(v, p, llvm::Align(t.bytes())), buffer);
         }
     }
 
@@ -1437,8 +1453,178 @@ private:
     void visit(const Free *) override {}
 
     void visit(const Block *op) override {
-        codegen(op->first);
-        codegen(op->rest);
+        std::vector<Stmt> stmts;
+        flatten_block(op->first, stmts);
+        flatten_block(op->rest, stmts);
+        for (size_t i = 0; i < stmts.size();) {
+            size_t n = transposed_copy(stmts, i);
+            if (n == 0) {
+                codegen(stmts[i]);
+                n = 1;
+            }
+            i += n;
+        }
+    }
+
+    static void flatten_block(const Stmt &s, std::vector<Stmt> &out) {
+        if (const Block *b = s.as<Block>()) {
+            flatten_block(b->first, out);
+            flatten_block(b->rest, out);
+        } else if (s.defined()) {
+            out.push_back(s);
+        }
+    }
+
+    /// One statement of a transposed copy: a store of a dense vector whose value is a load of
+    /// another buffer at a strided ramp, the statement's own lets substituted.
+    struct StridedCopy {
+        const Store *store = nullptr;
+        const Load *load = nullptr;
+        Expr load_base, load_stride, store_index;
+    };
+
+    static std::optional<StridedCopy> strided_copy(const Stmt &s) {
+        std::vector<const LetStmt *> lets;
+        Stmt body = s;
+        while (const LetStmt *l = body.as<LetStmt>()) {
+            lets.push_back(l);
+            body = l->body;
+        }
+        const Store *store = body.as<Store>();
+        if (!store || store->predicate.defined() || !store->value.type().is_vector()) {
+            return std::nullopt;
+        }
+        const Load *load = store->value.as<Load>();
+        if (!load || load->predicate.defined() || load->name == store->name ||
+            load->type.is_bool()) {
+            return std::nullopt;
+        }
+        const Ramp *r = load->index.as<Ramp>();
+        if (!r || is_const_one(r->stride)) return std::nullopt;
+        StridedCopy c{store, load, r->base, r->stride, store->index};
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
+            const LetStmt *l = *it;
+            c.load_base = substitute(l->name, l->value, c.load_base);
+            c.load_stride = substitute(l->name, l->value, c.load_stride);
+            c.store_index = substitute(l->name, l->value, c.store_index);
+        }
+        if (!dense_ramp(c.store_index)) return std::nullopt;
+        return c;
+    }
+
+    /// a - b as a constant, where the lets in scope make it one (up to four levels of lets).
+    std::optional<int64_t> constant_difference(const Expr &a, const Expr &b) {
+        Expr d = simplify(a - b);
+        for (int level = 0; level < 4; level++) {
+            if (std::optional<int64_t> c = as_const_int(d)) return c;
+            std::map<std::string, Expr> values;
+            for (const std::string &n : collect_names(d).free_variables) {
+                const Expr *e = state.let_values.find(n);
+                if (e && e->defined()) values.emplace(n, *e);
+            }
+            if (values.empty()) return std::nullopt;
+            d = simplify(substitute(values, d));
+        }
+        return as_const_int(d);
+    }
+
+    /// A run of stores that copies a tile with its two dimensions swapped, as an unrolled loop
+    /// over one dimension with the other vectorized leaves it: store k writes a dense vector of
+    /// L lanes, element j of it loaded from base + k + j * stride of another buffer (a gather
+    /// per store, a scatter per store the other way round). Emitted instead as dense loads of
+    /// the rows base + j * stride, K elements each, transposed in registers by a butterfly of
+    /// two-input shuffles (log2 N stages of N shuffles for an N x N block) and stored densely.
+    /// The loads of a block come before its stores: the buffers differ by name, which kiln
+    /// already tells LLVM cannot alias (mark_access). Returns how many statements it emitted
+    /// (0: no such run starts at i).
+    size_t transposed_copy(const std::vector<Stmt> &stmts, size_t i) {
+        std::optional<StridedCopy> first = strided_copy(stmts[i]);
+        if (!first) return 0;
+        Type t = first->load->type;
+        const int lanes = t.lanes;
+        int n = 1;
+        while (n < lanes)
+            n *= 2;
+        if (n * t.bits > 512) return 0;
+        std::vector<StridedCopy> run{*first};
+        for (size_t k = i + 1; k < stmts.size(); k++) {
+            std::optional<StridedCopy> c = strided_copy(stmts[k]);
+            if (!c || c->load->name != first->load->name || c->store->name != first->store->name ||
+                c->load->type != t || !kiln::equal(c->load_stride, first->load_stride)) {
+                break;
+            }
+            std::optional<int64_t> d = constant_difference(c->load_base, first->load_base);
+            if (!d || *d != int64_t(run.size())) break;
+            run.push_back(*c);
+        }
+        const int K = int(run.size());
+        if (K < 2) return 0;
+        llvm::Type *element = memory_type(t.element_of());
+        llvm::Value *source = buffer_pointer(first->load->name);
+        llvm::Value *base = codegen(first->load_base), *stride = codegen(first->load_stride);
+        llvm::Align align(t.bytes());
+        llvm::Value *poison = llvm::PoisonValue::get(llvm::FixedVectorType::get(element, n));
+        std::vector<llvm::Constant *> lane_on;
+        for (int l = 0; l < n; l++)
+            lane_on.push_back(builder.getInt1(l < lanes));
+        llvm::Value *first_lanes = llvm::ConstantVector::get(lane_on);
+        for (int c0 = 0; c0 < K; c0 += n) {
+            const int width = std::min(n, K - c0);
+            auto *row_type = llvm::FixedVectorType::get(element, unsigned(width));
+            std::vector<llvm::Value *> rows(size_t(n), poison);
+            for (int j = 0; j < lanes; j++) {
+                llvm::Value *row = builder.CreateAdd(
+                    builder.CreateAdd(base, builder.CreateMul(stride, builder.getInt32(j))),
+                    builder.getInt32(c0));
+                llvm::Value *v = builder.CreateAlignedLoad(
+                    row_type, element_pointer(element, source, row), align);
+                mark_access(v, first->load->name);
+                rows[size_t(j)] =
+                    width == n ? v : builder.CreateShuffleVector(v, widen_mask(width, n));
+            }
+            transpose_in_registers(rows);
+            for (int k = 0; k < width; k++) {
+                const StridedCopy &c = run[size_t(c0) + size_t(k)];
+                llvm::Value *p = element_pointer(element, buffer_pointer(c.store->name),
+                                                 codegen(dense_ramp(c.store_index)->base));
+                if (lanes < n) {
+                    // The first `lanes` lanes: one masked store, not a vector cut in pieces.
+                    mark_access(builder.CreateMaskedStore(rows[size_t(k)], p, align, first_lanes),
+                                c.store->name);
+                } else {
+                    store_dense(rows[size_t(k)], p, t, c.store->name);
+                }
+            }
+        }
+        return size_t(K);
+    }
+
+    /// Lanes 0 .. used - 1 of a vector, then poison up to `lanes` lanes.
+    static std::vector<int> widen_mask(int used, int lanes) {
+        std::vector<int> mask(size_t(lanes), -1);
+        for (int l = 0; l < used; l++)
+            mask[size_t(l)] = l;
+        return mask;
+    }
+
+    /// rows[j][l] becomes rows[l][j] for N vectors of N lanes (N a power of two): for each bit
+    /// s of the lane index, the pairs of rows j and j + s exchange their off-diagonal halves.
+    void transpose_in_registers(std::vector<llvm::Value *> &rows) {
+        const int n = int(rows.size());
+        for (int s = n / 2; s >= 1; s /= 2) {
+            std::vector<int> low(static_cast<size_t>(n)), high(static_cast<size_t>(n));
+            for (int l = 0; l < n; l++) {
+                const bool upper = (l & s) != 0;
+                low[size_t(l)] = upper ? n + l - s : l;
+                high[size_t(l)] = upper ? n + l : l + s;
+            }
+            for (int j = 0; j < n; j++) {
+                if ((j & s) != 0) continue;
+                llvm::Value *a = rows[size_t(j)], *b = rows[size_t(j) + size_t(s)];
+                rows[size_t(j)] = builder.CreateShuffleVector(a, b, low);
+                rows[size_t(j) + size_t(s)] = builder.CreateShuffleVector(a, b, high);
+            }
+        }
     }
 
     void visit(const IfThenElse *op) override {

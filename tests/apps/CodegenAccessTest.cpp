@@ -524,4 +524,94 @@ TEST(CodegenAccess, InnerLoopsAddressInSixtyFourBitsWithoutSignExtensions) {
     EXPECT_EQ(body.find(" sext "), std::string::npos) << body;
 }
 
+namespace {
+
+// out(x, c) = in(c * c_step, x) with x vectorized (all `lanes` of it) and c unrolled (`count`
+// stores): each store a dense vector of pixels, each load a vector of a column of `in`, stride
+// its row pitch. A transposed copy where c_step is 1.
+template <typename T>
+Func transposed_copy_of(const Buffer<T> &in, int lanes, int count, int c_step,
+                        const std::string &name) {
+    Func out(name);
+    Var x("x"), c("c");
+    out(x, c) = in(c * c_step, x);
+    out.bound(x, 0, lanes).bound(c, 0, count).vectorize(x).unroll(c);
+    return out;
+}
+
+template <typename T>
+void expect_transposed(int lanes, int count, int c_step) {
+    const std::string name = "tcopy_" + std::to_string(sizeof(T)) + "_" + std::to_string(lanes) +
+                             "_" + std::to_string(count) + "_" + std::to_string(c_step);
+    // One spare column and row, so that the loads' stride is not the copied width.
+    Buffer<T> in({count * c_step + 1, lanes + 1}, name + "_in");
+    for (int y = 0; y < lanes + 1; y++) {
+        for (int x = 0; x < count * c_step + 1; x++)
+            in(x, y) = T(x * 3 + y * 29 + 1);
+    }
+    Func out = transposed_copy_of(in, lanes, count, c_step, name);
+    Buffer<T> got = out.realize({lanes, count});
+    for (int c = 0; c < count; c++) {
+        for (int x = 0; x < lanes; x++) {
+            ASSERT_EQ(got(x, c), in(c * c_step, x)) << name << ": at (" << x << ", " << c << ")";
+        }
+    }
+}
+
+std::string transposed_copy_ir(int lanes, int count, int c_step) {
+    Buffer<float> in({count * c_step + 1, lanes + 1}, "tcopy_ir_in");
+    Func out = transposed_copy_of(in, lanes, count, c_step, "tcopy_ir");
+    return compile_to_llvm_module(Pipeline(out).lower(), avx512_target()).llvm_ir();
+}
+
+} // namespace
+
+// An unrolled run of stores, each a dense vector loaded at a stride from consecutive columns of
+// another buffer (a gather each), is a transpose: the code generator loads the rows densely and
+// swaps lanes in registers (codegen/CodeGenLLVM.cpp, transposed_copy). Values for every shape
+// of run: fewer lanes than a power of two (masked stores), more stores than a vector's lanes
+// (blocks of them), 8- to 64-bit elements, and runs that are not transposes (every other
+// column; 64-bit lanes too many for one 512-bit vector), which stay gathers.
+TEST(CodegenAccess, TransposedCopiesMatchForEveryShapeOfRun) {
+    for (auto [lanes, count] : {std::pair{2, 2}, {3, 5}, {8, 8}, {14, 32}, {16, 17}, {5, 40}}) {
+        expect_transposed<float>(lanes, count, 1);
+        expect_transposed<uint8_t>(lanes, count, 1);
+        expect_transposed<int16_t>(lanes, count, 1);
+        expect_transposed<double>(lanes, count, 1);
+        expect_transposed<float>(lanes, count, 2);
+    }
+    expect_transposed<double>(14, 3, 1);
+}
+
+TEST(CodegenAccess, ATransposedCopyIsDenseLoadsAndShufflesNotGathers) {
+    // 14 pixels by 32 channels, conv2d's tile: two blocks of 16 x 16, 14 rows loaded per block
+    // (the rows past 14 are never loaded), 4 stages of 16 shuffles each, masked stores of 14.
+    std::string ir = transposed_copy_ir(14, 32, 1);
+    EXPECT_EQ(ir.find("llvm.masked.gather"), std::string::npos) << ir;
+    EXPECT_EQ(occurrences(ir, "= load <16 x float>"), 28u) << ir;
+    EXPECT_EQ(occurrences(ir, "call void @llvm.masked.store.v16f32"), 32u) << ir;
+    EXPECT_GE(occurrences(ir, "shufflevector <16 x float>"), 64u) << ir;
+    // Every other column: not a transpose, a gather per store.
+    std::string strided = transposed_copy_ir(14, 32, 2);
+    EXPECT_EQ(occurrences(strided, "call <14 x float> @llvm.masked.gather"), 32u) << strided;
+}
+
+// conv2d copies its tile of sums (14 pixels by 32 channels, channels innermost) to the output's
+// planes as vectors of pixels: a transposed copy, no scatter; transpose_copy = 0 scatters
+// vectors of channels.
+TEST(CodegenAccess, Conv2dCopiesItsTileToThePlanesThroughATransposeInRegisters) {
+    const apps::Operator &op = apps::find_operator("conv2d_packed");
+    for (const char *transpose : {"1", "0"}) {
+        apps::OperatorInstance inst = op.make({64, 64, 14, 14});
+        apps::schedule_from_generator(op.generator, op.generator_params, inst, avx512_target(),
+                                      {{"transpose_copy", transpose}});
+        std::string ir = compile_to_llvm_module(inst.pipeline().lower(), avx512_target()).llvm_ir();
+        const bool transposed = std::string(transpose) == "1";
+        EXPECT_EQ(ir.find("llvm.masked.scatter") == std::string::npos, transposed) << transpose;
+        EXPECT_EQ(occurrences(ir, "call void @llvm.masked.store.v16f32") >= 32u, transposed)
+            << transpose;
+        EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
+    }
+}
+
 } // namespace kiln

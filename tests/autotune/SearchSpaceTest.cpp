@@ -656,9 +656,11 @@ TEST(SearchSpace, BlurAndConv2dTemplatesScheduleCorrectly) {
                                  {"unroll_kx", 0},
                                  {"parallel", 1},
                                  {"parallel_over", "co_blocks"},
-                                 {"tasks", apps::hand_task_count(Target::host())}}}};
+                                 {"tasks", apps::hand_task_count(Target::host())},
+                                 {"transpose_copy", 0}}}};
     // Tasks of rows, each padding its own: 13 rows in 4 tasks of 4, the last moved back over
-    // rows the third computes; in rows of sums (conv_at y) and per tile.
+    // rows the third computes; in rows of sums (conv_at y) and per tile (whose copy to the
+    // output is a transpose; the case above scatters it).
     for (const char *conv_at : {"y", "xo"}) {
         cases.push_back({"conv2d",
                          "8x32x13x12",
@@ -670,7 +672,8 @@ TEST(SearchSpace, BlurAndConv2dTemplatesScheduleCorrectly) {
                           {"unroll_kx", 1},
                           {"parallel", 1},
                           {"parallel_over", "row_tasks"},
-                          {"tasks", 4}}});
+                          {"tasks", 4},
+                          {"transpose_copy", 1}}});
     }
     for (const Case &c : cases) {
         const apps::Operator &op = apps::find_operator(c.op);
