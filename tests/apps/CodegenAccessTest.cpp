@@ -591,6 +591,21 @@ TEST(CodegenAccess, ATransposedCopyIsDenseLoadsAndShufflesNotGathers) {
     EXPECT_EQ(occurrences(ir, "= load <16 x float>"), 28u) << ir;
     EXPECT_EQ(occurrences(ir, "call void @llvm.masked.store.v16f32"), 32u) << ir;
     EXPECT_GE(occurrences(ir, "shufflevector <16 x float>"), 64u) << ir;
+    // The assembly: 28 row loads, the butterflies as two-input permutes and unpacks, 32 masked
+    // stores of 14 lanes, no gather or scatter.
+    Buffer<float> in({33, 15}, "tcopy_asm_in");
+    std::string assembly =
+        compile_to_llvm_module(Pipeline(transposed_copy_of(in, 14, 32, 1, "tcopy_asm")).lower(),
+                               avx512_target())
+            .assembly();
+    EXPECT_EQ(occurrences(assembly, "gather"), 0u) << assembly;
+    EXPECT_EQ(occurrences(assembly, "scatter"), 0u) << assembly;
+    EXPECT_EQ(occurrences(assembly, "vmovups\t%zmm") + occurrences(assembly, "vmovups %zmm"), 32u)
+        << assembly;
+    EXPECT_GE(occurrences(assembly, "vpermt2") + occurrences(assembly, "vunpck") +
+                  occurrences(assembly, "vshuf"),
+              48u)
+        << assembly;
     // Every other column: not a transpose, a gather per store.
     std::string strided = transposed_copy_ir(14, 32, 2);
     EXPECT_EQ(occurrences(strided, "call <14 x float> @llvm.masked.gather"), 32u) << strided;
