@@ -1484,10 +1484,10 @@ private:
     };
 
     static std::optional<StridedCopy> strided_copy(const Stmt &s) {
-        std::vector<const LetStmt *> lets;
+        LetStack lets;
         Stmt body = s;
         while (const LetStmt *l = body.as<LetStmt>()) {
-            lets.push_back(l);
+            lets.push(l->name, l->value);
             body = l->body;
         }
         const Store *store = body.as<Store>();
@@ -1501,13 +1501,8 @@ private:
         }
         const Ramp *r = load->index.as<Ramp>();
         if (!r || is_const_one(r->stride)) return std::nullopt;
-        StridedCopy c{store, load, r->base, r->stride, store->index};
-        for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
-            const LetStmt *l = *it;
-            c.load_base = substitute(l->name, l->value, c.load_base);
-            c.load_stride = substitute(l->name, l->value, c.load_stride);
-            c.store_index = substitute(l->name, l->value, c.store_index);
-        }
+        StridedCopy c{store, load, lets.apply(r->base), lets.apply(r->stride),
+                      lets.apply(store->index)};
         if (!dense_ramp(c.store_index)) return std::nullopt;
         return c;
     }
