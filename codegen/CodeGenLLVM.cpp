@@ -920,7 +920,7 @@ private:
     // register keeps one shape per function). LLVM's AMX passes write the tile configuration
     // (ldtilecfg).
     llvm::Value *tile_matmul(const Call *op) {
-        internal_assert(op->args.size() == 9, "codegen: tile_matmul takes 9 arguments");
+        internal_assert(op->args.size() == 10, "codegen: tile_matmul takes 10 arguments");
         const Load *c = tile_load_of(op->args[0]), *a = tile_load_of(op->args[2]),
                    *b = tile_load_of(op->args[4]);
         bool bf16 = a->type.is_bfloat();
@@ -976,11 +976,47 @@ private:
         std::vector<llvm::Value *> sums, c_at;
         for (auto [r, nr] : row_tiles) {
             for (auto [j, nj] : col_tiles) {
-                llvm::Value *p =
-                    at(pc, builder.CreateAdd(builder.CreateMul(sc, builder.getInt64(r)),
-                                             builder.getInt64(int64_t(j) * 4)));
-                c_at.push_back(p);
-                sums.push_back(load(nr, 4 * nj, p, sc));
+                c_at.push_back(at(pc, builder.CreateAdd(builder.CreateMul(sc, builder.getInt64(r)),
+                                                        builder.getInt64(int64_t(j) * 4))));
+            }
+        }
+        // The sums start at c's values, or at zero (tilezero) where the tile is c's first visit
+        // (the Func's zero initial value folded into the update); where that is known only at
+        // run time, both ways and x86_amx phis after them.
+        auto start_sums = [&](bool zero) {
+            std::vector<llvm::Value *> start;
+            size_t n = 0;
+            for (auto [r, nr] : row_tiles) {
+                for (auto [j, nj] : col_tiles) {
+                    start.push_back(
+                        zero ? builder.CreateIntrinsic(llvm::Intrinsic::x86_tilezero_internal, {},
+                                                       {i16(nr), i16(4 * nj)})
+                             : load(nr, 4 * nj, c_at[n], sc));
+                    n++;
+                }
+            }
+            return start;
+        };
+        const Expr &zero_first = op->args[9];
+        if (is_const_false(zero_first) || is_const_true(zero_first)) {
+            sums = start_sums(is_const_true(zero_first));
+        } else {
+            llvm::BasicBlock *zero_block = new_block("tile_matmul.zero");
+            llvm::BasicBlock *load_block = new_block("tile_matmul.load");
+            llvm::BasicBlock *start = new_block("tile_matmul.start");
+            builder.CreateCondBr(codegen(zero_first), zero_block, load_block);
+            builder.SetInsertPoint(zero_block);
+            std::vector<llvm::Value *> zeros = start_sums(true);
+            builder.CreateBr(start);
+            builder.SetInsertPoint(load_block);
+            std::vector<llvm::Value *> loaded = start_sums(false);
+            builder.CreateBr(start);
+            builder.SetInsertPoint(start);
+            for (size_t n = 0; n < zeros.size(); n++) {
+                llvm::PHINode *phi = builder.CreatePHI(llvm::Type::getX86_AMXTy(context), 2);
+                phi->addIncoming(zeros[n], zero_block);
+                phi->addIncoming(loaded[n], load_block);
+                sums.push_back(phi);
             }
         }
         // One k step group: A's and B's tiles at byte offsets a_k (into A's rows) and b_k (into

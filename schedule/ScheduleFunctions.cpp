@@ -1,6 +1,7 @@
 #include "schedule/ScheduleFunctions.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <set>
 
@@ -89,7 +90,88 @@ private:
     const std::map<std::string, std::string> &names;
 };
 
-Stmt build_stage(const PipelineEnv &env, const FunctionContents &f, int stage) {
+// Whether e calls f anywhere but at the point (f's pure variables, in order) that an update
+// whose arguments are those variables writes.
+bool calls_elsewhere(const Expr &e, const FunctionContents &f) {
+    class Find : public IRVisitor {
+    public:
+        const FunctionContents &f;
+        bool elsewhere = false;
+        explicit Find(const FunctionContents &f) : f(f) {}
+
+    protected:
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func && op->name == f.name) {
+                for (size_t i = 0; i < op->args.size(); i++) {
+                    const auto *v = op->args[i].as<Variable>();
+                    elsewhere |= !v || i >= f.args.size() || v->name != f.args[i];
+                }
+            }
+            IRVisitor::visit(op);
+        }
+    } find(f);
+    find.include(e);
+    return find.elsewhere;
+}
+
+// Whether f's zero initial value folds into its first update, tensorized (schedule/Tensorize.h):
+// the update then reads f(x) as select(first visit of x, 0, f(x)) and the pure stage runs only
+// when the reduction domain is empty, so the matrix unit starts its tiles at zero instead of a
+// sweep storing zeros over the whole of f and the tiles loading them back (Intel AMX's
+// tilezero; TVM's tensor intrinsics have a reset part for the same reason). It holds when the
+// update writes every point of f's region (its arguments are the pure variables: both stages
+// run over f's region) once per iteration of its RDom (no `where`), reads f only at that point,
+// and its RVar loops run in order (serial): the first visit of a point is the iteration where
+// every RVar loop is at its first value.
+bool folds_zero_init(const PipelineEnv &env, const FunctionContents &f) {
+    if (f.updates.empty() || f.init.values.size() != 1) return false;
+    const Expr &init = f.init.values[0];
+    const auto *fimm = init.as<FloatImm>();
+    if (!is_const_zero(init) || (fimm && std::signbit(fimm->value))) return false;
+    const Definition &u = f.updates[0];
+    if (u.predicate.defined() || !u.rdom || u.rdom->vars.empty() || u.values.size() != 1 ||
+        u.args.size() != f.args.size()) {
+        return false;
+    }
+    for (size_t i = 0; i < u.args.size(); i++) {
+        const auto *v = u.args[i].as<Variable>();
+        if (!v || v->name != f.args[i]) return false;
+    }
+    if (calls_elsewhere(u.values[0], f)) return false;
+    const StageSchedule &ss = env.schedules.at(f.name).stages[1];
+    bool tensorized = false;
+    for (const LoopDim &d : ss.dims) {
+        tensorized |= d.for_type == ForType::Tensorized;
+        if (d.is_rvar && d.for_type != ForType::Serial && d.for_type != ForType::Unrolled &&
+            d.for_type != ForType::Tensorized) {
+            return false;
+        }
+    }
+    return tensorized && !ss.gpu_single_thread;
+}
+
+// The update's reads of f at the point it writes, as select(first, 0, f(point)): f's value there
+// before the first visit is the folded initial value (folds_zero_init).
+Expr read_initial_value_first(const Expr &value, const FunctionContents &f, const Expr &first) {
+    class Fold : public IRMutator {
+    public:
+        const FunctionContents &f;
+        const Expr &first;
+        Fold(const FunctionContents &f, const Expr &first) : f(f), first(first) {}
+
+    protected:
+        using IRMutator::visit;
+        Expr visit(const Call *op) override {
+            if (op->call_type != Call::Func || op->name != f.name) return IRMutator::visit(op);
+            return select(first, make_zero(op->type), Expr(op));
+        }
+    } fold(f, first);
+    return fold.mutate(value);
+}
+
+Stmt build_stage(const PipelineEnv &env, const FunctionContents &f, int stage,
+                 bool fold_zero_init = false) {
     const Definition &def = stage == 0 ? f.init : f.updates[stage - 1];
     const StageSchedule &ss = env.schedules.at(f.name).stages[stage];
     RenameVars rename(ss.original_vars);
@@ -98,6 +180,17 @@ Stmt build_stage(const PipelineEnv &env, const FunctionContents &f, int stage) {
         args.push_back(inline_calls(rename.mutate(a), env));
     for (const Expr &v : def.values)
         values.push_back(inline_calls(rename.mutate(v), env));
+    if (fold_zero_init) {
+        // The first visit of a point: every RVar loop at its first value.
+        Expr first;
+        for (const LoopDim &d : ss.dims) {
+            if (!d.is_rvar) continue;
+            Expr at_min = var(d.var) == var(loop_min(d.var));
+            first = first.defined() ? (at_min && first) : at_min;
+        }
+        for (Expr &v : values)
+            v = read_initial_value_first(v, f, first);
+    }
     Stmt body = Provide::make(f.name, values, args);
     // RDom::where: the update stores only where its predicate holds. trim_no_ops (TrimNoOps.h)
     // then shrinks the loops whose bounds the predicate implies.
@@ -218,8 +311,18 @@ Stmt build_stage(const PipelineEnv &env, const FunctionContents &f, int stage) {
 
 Stmt build_produce(const PipelineEnv &env, const FunctionContents &f) {
     std::vector<Stmt> stages;
+    bool fold = folds_zero_init(env, f);
     for (int s = 0; s <= int(f.updates.size()); s++)
-        stages.push_back(build_stage(env, f, s));
+        stages.push_back(build_stage(env, f, s, fold && s == 1));
+    if (fold) {
+        // The initial value is still f's where the update visits no point: an empty RDom.
+        Expr empty;
+        for (const auto &rv : f.updates[0].rdom->vars) {
+            Expr e = inline_calls(rv.extent, env) <= 0;
+            empty = empty.defined() ? (empty || e) : e;
+        }
+        stages[0] = IfThenElse::make(empty, stages[0]);
+    }
     return ProducerConsumer::make(f.name, true, Block::make(stages));
 }
 

@@ -1,5 +1,7 @@
 #include "schedule/Tensorize.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -44,6 +46,9 @@ struct LinearIndex {
 // c[ic] = c[ic] + f32(a[ia]) * f32(b[ib]) (bfloat16 a and b).
 struct MatmulStore {
     const Load *c = nullptr, *a = nullptr, *b = nullptr;
+    /// c = select(first, 0, c) + a * b: where `first` holds, the sum starts at zero (a Func's
+    /// initial value folded into its update: ScheduleFunctions.h). Undefined: c + a * b.
+    Expr first;
     /// The values of k a column of b holds together: 4 bytes of them.
     int64_t k_lanes() const { return a->type.is_bfloat() ? 2 : 4; }
 };
@@ -68,13 +73,25 @@ std::optional<MatmulStore> match_matmul(const Store *store, const Expr &value, c
     for (int side = 0; side < 2; side++) {
         const Expr &acc = side == 0 ? add->a : add->b;
         const Expr &product = side == 0 ? add->b : add->a;
-        const auto *c = acc.as<Load>();
+        // select(first, 0, c): the sum starts at +0 where `first` holds (tilezero's value).
+        Expr first;
+        const Expr *c_expr = &acc;
+        if (const auto *sel = acc.as<Select>()) {
+            const auto *zero = sel->true_value.as<FloatImm>();
+            if (!is_const_zero(sel->true_value) || (zero && std::signbit(zero->value)) ||
+                !sel->condition.type().is_scalar()) {
+                continue;
+            }
+            first = sel->condition;
+            c_expr = &sel->false_value;
+        }
+        const auto *c = c_expr->as<Load>();
         const auto *mul = product.as<Mul>();
         if (!c || !mul || c->name != store->name || c->predicate.defined()) continue;
         if (!is_const_zero(simplify(c->index - index))) continue;
         const Load *x = tile_operand(mul->a, sum), *y = tile_operand(mul->b, sum);
         if (!x || !y) continue;
-        return MatmulStore{c, x, y};
+        return MatmulStore{c, x, y, first};
     }
     return std::nullopt;
 }
@@ -158,7 +175,7 @@ public:
         LinearIndex c = linearize(index, m->c->name);
         LinearIndex x = linearize(m->a->index, m->a->name);
         LinearIndex y = linearize(m->b->index, m->b->name);
-        Operands first{*m, c, x, y}, second{{m->c, m->b, m->a}, c, y, x};
+        Operands first{*m, c, x, y}, second{{m->c, m->b, m->a, m->first}, c, y, x};
         for (size_t i = 0; i < loops.size(); i++) {
             if (loops[i].extent > 1 && is_const(c.coefficients[i], 1) &&
                 !is_const_zero(x.coefficients[i])) {
@@ -301,8 +318,8 @@ private:
                        "outside '",
                        root->name, "'");
         }
-        Expr zero = make_zero(Int(32));
-        Expr c_row = row ? c.coefficients[*row] : zero, a_row = row ? a.coefficients[*row] : zero;
+        Expr c_row = row ? c.coefficients[*row] : make_zero(Int(32)),
+             a_row = row ? a.coefficients[*row] : make_zero(Int(32));
         Stmt check;
         if (col && !is_const(b.coefficients[*col])) {
             const Expr &stride = b.coefficients[*col];
@@ -323,16 +340,79 @@ private:
         int64_t k4_extent = loops[*k4].extent;
         int64_t k4_tiled =
             k4_extent >= k4_per_tile ? k4_extent / k4_per_tile * k4_per_tile : k4_extent;
+        Expr zero = zero_first(m, {*lane, *k4});
         Stmt call = Evaluate::make(
             Call::make(Int(32), intrinsic::tile_matmul,
                        {Load::make(m.c->type, m.c->name, c.origin), c_row,
                         Load::make(m.a->type, m.a->name, a.origin), a_row,
                         Load::make(m.b->type, m.b->name, b.origin), b.coefficients[*k4],
-                        Expr(int(rows)), Expr(int(cols)), Expr(int(k4_tiled))},
+                        Expr(int(rows)), Expr(int(cols)), Expr(int(k4_tiled)), zero},
                        Call::Intrinsic));
         Stmt rest;
         if (k4_tiled < k4_extent) rest = remainder_loops(loops[*k4].name, k4_tiled);
         return Block::make({check, call, rest});
+    }
+
+    // Where the tile's sums start at zero instead of c's values (c = select(first, 0, c) + a * b),
+    // as a condition on the loops outside the nest: first's terms on the nest's own loops must
+    // hold exactly at the first value of its k loops (where the tile multiply starts) and
+    // nowhere else, each checked at every value of its loop; the other terms are the answer.
+    Expr zero_first(const MatmulStore &m, const std::vector<size_t> &k_loops) const {
+        if (!m.first.defined()) return const_false();
+        std::vector<Expr> terms;
+        std::vector<Expr> pending{m.first};
+        while (!pending.empty()) {
+            Expr t = pending.back();
+            pending.pop_back();
+            if (const auto *a = t.as<And>()) {
+                pending.push_back(a->a);
+                pending.push_back(a->b);
+            } else {
+                terms.push_back(t);
+            }
+        }
+        Expr outside = const_true();
+        std::vector<bool> at_first(loops.size(), false);
+        for (const Expr &t : terms) {
+            std::vector<size_t> used;
+            for (size_t i = 0; i < loops.size(); i++) {
+                if (expr_uses_var(t, loops[i].name)) used.push_back(i);
+            }
+            if (used.empty()) {
+                outside = outside && t;
+                continue;
+            }
+            const NestLoop &l = loops[used[0]];
+            bool is_k = std::find(k_loops.begin(), k_loops.end(), used[0]) != k_loops.end();
+            bool first_only = used.size() == 1 && (is_k || l.extent == 1) && l.extent <= 4096;
+            std::optional<int64_t> lo = as_const_int(l.min);
+            first_only = first_only && lo.has_value();
+            for (int64_t v = 0; first_only && v < l.extent; v++) {
+                Expr holds = simplify(substitute(l.name, Expr(int(*lo + v)), t));
+                first_only = v == 0 ? is_const_true(holds) : is_const_false(holds);
+            }
+            if (!first_only) {
+                user_error("tensorize: loop '", root->name, "' sums into '", m.c->name,
+                           "' from zero where ", m.first, ", but its term ", t,
+                           " does not hold exactly at the first value of one of the nest's k "
+                           "loops; the matrix unit starts a tile at zero only before its first "
+                           "multiply: write select(r.x == 0 && r.y == 0, 0, c(...)) + a * b "
+                           "(every RVar at its first value), or give the Func its zero as "
+                           "its pure definition");
+            }
+            at_first[used[0]] = true;
+        }
+        for (size_t i : k_loops) {
+            if (loops[i].extent > 1 && !at_first[i]) {
+                user_error("tensorize: loop '", root->name, "' sums into '", m.c->name,
+                           "' from zero where ", m.first, ", which does not put k loop '",
+                           loops[i].name,
+                           "' at its first value: the sums would restart inside the tile "
+                           "multiply; start them once per element, where every RVar is at its "
+                           "first value");
+            }
+        }
+        return simplify(outside);
     }
 
     // The nest as plain loops, its k steps loop starting `skip` steps later.

@@ -15,6 +15,10 @@
 // that is, `c(j, i) += i32(a(r.x + 4 * r.y, i)) * i32(b(r.x, j, r.y))` with RDom r(0, 4, 0, K/4),
 // or b in 16-column blocks, `b(r.x, j % 16, r.y, j / 16)`: the indices are simplified with the
 // nest's loop ranges, so j % 16 of j = 16 jo + ji is ji.
+// The sum may start at zero, `c = select(first, 0, c) + a * b` (a Func's zero initial value
+// folded into its update by ScheduleFunctions, or written so by the user), where first's terms
+// on the nest's own loops hold exactly at the first value of its k loops: the intrinsic then
+// starts its tiles at zero (tilezero) where the rest of `first`, on the loops outside, holds.
 // Anything else is a CompileError naming the loop, what was found and how to fix the schedule.
 // Requires: flattened, simplified IR, before unrolling and vectorization. Guarantees: no
 // Tensorized loop remains; for 8-bit inputs the intrinsic computes exactly what the nest computed

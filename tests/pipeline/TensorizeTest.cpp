@@ -119,7 +119,9 @@ TEST(Tensorize, TheTileLoopsBecomeOneTileMatmul) {
     TileCalls t;
     t.include(p.lower().body);
     ASSERT_EQ(t.calls, 1);
-    ASSERT_EQ(t.args.size(), 9u);
+    ASSERT_EQ(t.args.size(), 10u);
+    // The whole reduction inside the tile: every tile starts at zero (c's initial value).
+    EXPECT_TRUE(is_const_true(t.args[9])) << t.args[9];
     EXPECT_TRUE(is_const(t.args[6], 16)) << t.args[6];
     EXPECT_TRUE(is_const(t.args[7], 16)) << t.args[7];
     EXPECT_TRUE(is_const(t.args[8], 48)) << t.args[8];
@@ -219,6 +221,168 @@ TEST(Tensorize, MatchesTheReferenceOnAMX) {
     // Blocks of one row.
     TileMatmul<uint8_t, int8_t> rows(5, 32, 64);
     expect_reference_result(rows, 1, 16, 7);
+}
+
+// The k steps in chunks of `chunk` outside the tile loops (as matmul_u8s8's k_chunk does):
+// each tile of c is visited once per chunk, at zero only in the first.
+template <typename M>
+void schedule_in_k_chunks(M &mm, int chunk) {
+    Var jo("jo"), io("io"), ji("ji"), ii("ii");
+    RVar yo("yo"), yi("yi");
+    mm.c.bound(mm.j, 0, mm.n).bound(mm.i, 0, mm.m);
+    mm.c.update()
+        .split(mm.j, jo, ji, 16)
+        .split(mm.i, io, ii, 16)
+        .split(mm.r.y, yo, yi, chunk)
+        .reorder({mm.r.x, ji, yi, ii, jo, yo, io})
+        .tensorize(ii);
+}
+
+std::string lowered_text(Func f) {
+    return Pipeline(f).lowered_text();
+}
+
+// c's zero initial value is folded into its tensorized update: no loop nest stores the zeros
+// (the pure stage runs only for an empty RDom, which the simplifier removes here), and the
+// tiles start at zero (tilezero) on their first visit instead of loading c. With the whole
+// reduction in the tile that is every visit; with k in chunks outside, where the chunk loop is
+// at its first value, which is known only at run time: both ways in the code.
+TEST(Tensorize, AZeroInitialValueStartsTheTilesAtZero) {
+    Target spr = Target::parse("sapphirerapids");
+    {
+        TileMatmul<uint8_t, int8_t> mm(32, 32, 256);
+        mm.schedule();
+        std::string text = lowered_text(mm.c);
+        size_t at = text.find("== after tensorize");
+        ASSERT_NE(at, std::string::npos);
+        std::string after = text.substr(at, text.find("== after", at + 1) - at);
+        EXPECT_EQ(after.find("tz_c.s0."), std::string::npos) << after;
+        EXPECT_NE(after.find(", 16, 16, 64, true)"), std::string::npos) << after;
+        std::string s = Pipeline(mm.c).compile_jit(spr).assembly();
+        EXPECT_NE(s.find("tilezero"), std::string::npos) << s;
+        EXPECT_NE(s.find("tdpbusd"), std::string::npos);
+    }
+    {
+        TileMatmul<uint8_t, int8_t> mm(32, 32, 512);
+        schedule_in_k_chunks(mm, 32);
+        TileCalls t;
+        t.include(Pipeline(mm.c).lower().body);
+        ASSERT_EQ(t.calls, 1);
+        ASSERT_EQ(t.args.size(), 10u);
+        const auto *eq = t.args[9].as<EQ>();
+        ASSERT_TRUE(eq) << t.args[9];
+        EXPECT_TRUE(eq->a.as<Variable>() && eq->a.as<Variable>()->name == "tz_c.s1.yo")
+            << t.args[9];
+        EXPECT_TRUE(is_const_zero(eq->b)) << t.args[9];
+        EXPECT_TRUE(is_const(t.args[8], 32)) << t.args[8];
+        std::string s = Pipeline(mm.c).compile_jit(spr).assembly();
+        EXPECT_NE(s.find("tilezero"), std::string::npos) << s;
+        EXPECT_NE(s.find("tileloadd"), std::string::npos) << s;
+    }
+}
+
+// The sum restarted at zero by the algorithm itself, select(r.x == 0 && r.y == 0, 0, c(j, i)),
+// maps onto the tiles' zero start too; a restart anywhere else is refused, saying why.
+TEST(Tensorize, AnUpdateThatRestartsAtZeroStartsTheTilesThere) {
+    struct Restart {
+        ImageParam a{UInt(8), 2, "tu_a"}, b{Int(8), 3, "tu_b"};
+        Func c{"tu_c"};
+        Var j{"j"}, i{"i"}, io{"io"}, ii{"ii"};
+        RDom r{{{0, 4}, {0, 16}}, "tu_r"};
+        explicit Restart(const std::function<Expr(const RDom &, const Var &)> &where) {
+            c(j, i) = 1;
+            c(j, i) = select(where(r, j), 0, Expr(c(j, i))) +
+                      cast<int32_t>(a(r.x + 4 * r.y, i)) * cast<int32_t>(b(r.x, j, r.y));
+            c.bound(j, 0, 16).bound(i, 0, 16);
+            c.update().split(i, io, ii, 16).reorder({r.x, j, r.y, ii, io}).tensorize(ii);
+        }
+    };
+    Restart first([](const RDom &r, const Var &) { return r.x == 0 && r.y == 0; });
+    TileCalls t;
+    t.include(Pipeline(first.c).lower().body);
+    ASSERT_EQ(t.args.size(), 10u);
+    EXPECT_TRUE(is_const_true(t.args[9])) << t.args[9];
+
+    Restart per_step([](const RDom &r, const Var &) { return r.y == 0; });
+    std::string e = error_of([&] { Pipeline(per_step.c).lower(); });
+    EXPECT_NE(e.find("which does not put k loop 'tu_c.s1.tu_r.x' at its first value"),
+              std::string::npos)
+        << e;
+    Restart column([](const RDom &r, const Var &j) { return r.x == 0 && r.y == 0 && j == 3; });
+    e = error_of([&] { Pipeline(column.c).lower(); });
+    EXPECT_NE(e.find("does not hold exactly at the first value of one of the nest's k loops"),
+              std::string::npos)
+        << e;
+    EXPECT_NE(e.find("write select(r.x == 0 && r.y == 0, 0, c(...)) + a * b"), std::string::npos)
+        << e;
+}
+
+// Initial values that do not fold keep their pure stage: a nonzero one, and any in a Func
+// whose update is not tensorized.
+TEST(Tensorize, InitialValuesThatDoNotFoldAreStored) {
+    auto pure_stage_loops = [](Func f) {
+        TileCalls t;
+        t.include(Pipeline(f).lower().body);
+        return std::any_of(t.loops.begin(), t.loops.end(), [&](const std::string &l) {
+            return l.rfind(f.name() + ".s0.", 0) == 0;
+        });
+    };
+    {
+        ImageParam a(UInt(8), 2, "tn_a"), b(Int(8), 3, "tn_b");
+        Func c("tn_c");
+        Var j("j"), i("i"), io("io"), ii("ii");
+        RDom r({{0, 4}, {0, 16}}, "tn_r");
+        c(j, i) = 5;
+        c(j, i) += cast<int32_t>(a(r.x + 4 * r.y, i)) * cast<int32_t>(b(r.x, j, r.y));
+        c.bound(j, 0, 16).bound(i, 0, 16);
+        c.update().split(i, io, ii, 16).reorder({r.x, j, r.y, ii, io}).tensorize(ii);
+        EXPECT_TRUE(pure_stage_loops(c));
+        TileCalls t;
+        t.include(Pipeline(c).lower().body);
+        ASSERT_EQ(t.args.size(), 10u);
+        EXPECT_TRUE(is_const_false(t.args[9])) << t.args[9];
+    }
+    {
+        // Not tensorized: the update's nest reads c's stored zeros.
+        TileMatmul<uint8_t, int8_t> mm(32, 32, 64);
+        mm.c.update().parallel(mm.i);
+        EXPECT_TRUE(pure_stage_loops(mm.c));
+    }
+}
+
+// On this machine: the folded zero start gives the reference's results with the reduction whole
+// in the tile, in chunks (a runtime choice between tilezero and loading c), with a remainder
+// of k steps, for int8 and bfloat16; a nonzero initial value is loaded as before.
+TEST(Tensorize, ZeroStartMatchesTheReferenceOnAMX) {
+    if (!host_has_amx() || !Target::host().has_feature("amx-bf16")) {
+        GTEST_SKIP() << "this CPU has no AMX int8 and bfloat16 units: " << Target::host().cpu
+                     << "; the code is checked by AZeroInitialValueStartsTheTilesAtZero";
+    }
+    auto check = [](auto &mm, uint32_t seed, int chunk) {
+        using S = typename std::remove_reference_t<decltype(mm)>::S;
+        mm.set_inputs(seed);
+        Buffer<S> want = reference_realize(mm.c, {mm.n, mm.m});
+        schedule_in_k_chunks(mm, chunk);
+        Buffer<S> got({mm.n, mm.m}, "tz_c");
+        // Garbage first: the zeros must come from the tiles, not from a fresh buffer.
+        for (int y = 0; y < mm.m; y++) {
+            for (int x = 0; x < mm.n; x++)
+                got(x, y) = S(77);
+        }
+        Pipeline(mm.c).realize({got});
+        for (int y = 0; y < mm.m; y++) {
+            for (int x = 0; x < mm.n; x++)
+                ASSERT_EQ(got(x, y), want(x, y)) << "at " << x << ", " << y << " seed " << seed;
+        }
+    };
+    TileMatmul<uint8_t, int8_t> chunks(48, 32, 512);
+    check(chunks, 21, 32);
+    TileMatmul<uint8_t, int8_t> rest(32, 48, 544); // chunks of 34 k steps: 32 in tiles, 2 in loops
+    check(rest, 22, 34);
+    TileMatmul<bfloat16_t, bfloat16_t> bf16(32, 32, 256);
+    check(bf16, 23, 32);
+    TileMatmul<uint8_t, int8_t> whole(32, 32, 256);
+    expect_reference_result(whole, 16, 16, 24);
 }
 
 // bfloat16 sums into float32 (tdpbf16ps) on this machine, bit for bit (the inputs make every
