@@ -2,6 +2,7 @@
 // plain-loop reference at a small and an odd shape; the registry's and parse_shape's errors.
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include <gtest/gtest.h>
@@ -254,6 +255,39 @@ TEST(Operators, MatmulU8S8WithoutTheMatrixUnitIsExact) {
     std::string text = inst.pipeline().lowered_text();
     EXPECT_EQ(text.find("tile_matmul("), std::string::npos);
     EXPECT_EQ(max_relative_error(inst.realize(), op.reference(inst)), 0.0);
+}
+
+// The tensorized schedule copies a block's rows of A per chunk of k where they are a multiple
+// of 2 KB apart (u8s8 K = 2048, bfloat16 K = 1024: 1 KB of each of 32 rows), into rows one chunk
+// apart, which the tiles then read; not where the rows are 1 KB apart or K comes whole. Both
+// values of the knob compute the product, to the last bit where the machine has AMX.
+TEST(Operators, TileMatmulsCopyAWhereItsRowsAlias) {
+    const Target spr = Target::parse("sapphirerapids");
+    auto lowered = [&](const char *name, const std::vector<int64_t> &shape,
+                       std::map<std::string, std::string> knobs) {
+        const Operator &op = find_operator(name);
+        OperatorInstance inst = op.make(shape);
+        schedule_from_generator(op.generator, op.generator_params, inst, spr, knobs);
+        return inst.pipeline().lowered_text();
+    };
+    EXPECT_NE(lowered("matmul_u8s8", {32, 32, 2048}, {}).find("allocate A_in_C[uint8 * 1024 * 32]"),
+              std::string::npos);
+    EXPECT_NE(
+        lowered("matmul_bf16", {32, 32, 1024}, {}).find("allocate A_in_C[bfloat16 * 512 * 32]"),
+        std::string::npos);
+    EXPECT_EQ(lowered("matmul_u8s8", {32, 32, 1024}, {}).find("A_in_C"), std::string::npos);
+    EXPECT_EQ(lowered("matmul_u8s8", {32, 32, 2048}, {{"copy_a", "0"}}).find("A_in_C"),
+              std::string::npos);
+    Target host = Target::host();
+    if (!host.has_matrix_unit(UInt(8))) {
+        GTEST_SKIP() << "this CPU has no AMX (" << host.cpu << "): the copies' results are not run";
+    }
+    const Operator &op = find_operator("matmul_u8s8");
+    for (const char *copy : {"0", "1"}) {
+        OperatorInstance inst = op.make({64, 32, 4096});
+        schedule_from_generator(op.generator, op.generator_params, inst, host, {{"copy_a", copy}});
+        EXPECT_EQ(max_relative_error(inst.realize(), op.reference(inst)), 0.0) << "copy_a " << copy;
+    }
 }
 
 // matmul_bf16 the same: without the matrix unit within its tolerance; K must be even (2 k a
