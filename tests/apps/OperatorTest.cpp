@@ -264,7 +264,7 @@ TEST(Operators, MatmulU8S8WithoutTheMatrixUnitIsExact) {
 TEST(Operators, TileMatmulsCopyAWhereItsRowsAlias) {
     const Target spr = Target::parse("sapphirerapids");
     auto lowered = [&](const char *name, const std::vector<int64_t> &shape,
-                       std::map<std::string, std::string> knobs) {
+                       const std::map<std::string, std::string> &knobs) {
         const Operator &op = find_operator(name);
         OperatorInstance inst = op.make(shape);
         schedule_from_generator(op.generator, op.generator_params, inst, spr, knobs);

@@ -238,7 +238,7 @@ void schedule_in_k_chunks(M &mm, int chunk) {
         .tensorize(ii);
 }
 
-std::string lowered_text(Func f) {
+std::string lowered_text(const Func &f) {
     return Pipeline(f).lowered_text();
 }
 
