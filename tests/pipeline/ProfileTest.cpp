@@ -20,7 +20,7 @@ using ::testing::HasSubstr;
 
 /// Three Funcs: `heavy` (a 64-term sum per element, computed at root, its rows in parallel),
 /// `light` (one add per element, computed at root) and the output `name` (one multiply).
-Func three_stages(const std::string &name, Var x, Var y) {
+Func three_stages(const std::string &name, const Var &x, const Var &y) {
     Func heavy(name + "_heavy"), light(name + "_light"), out(name);
     RDom r(0, 64, "r");
     heavy(x, y) = 0.f;
@@ -56,19 +56,31 @@ TEST(Profile, EachFuncGetsItsOwnThreadTimeAndEveryCallIsCounted) {
     EXPECT_EQ(Pipeline(out).compile_jit(Target::host()).llvm_ir().find("kiln_profiler_switch"),
               std::string::npos);
     Buffer<float> result({256, 64}, "profile_funcs");
-    kiln_profiler_reset();
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < 3; i++)
-        c.realize_into({result});
-    const double wall_ns =
-        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
-    uint64_t calls[4] = {}, ns[4] = {};
     const char *names[4] = {"profile_funcs_heavy", "profile_funcs_light", "profile_funcs",
                             "(overhead)"};
-    for (int k = 0; k < 4; k++) {
-        EXPECT_EQ(kiln_profiler_func_query("profile_funcs", names[k], &calls[k], &ns[k]), 1)
-            << names[k];
-        EXPECT_EQ(calls[k], 3u) << names[k];
+    uint64_t calls[4] = {}, ns[4] = {};
+    double wall_ns = 0;
+    // The times are wall time while a thread holds a Func: a thread preempted by another
+    // process (ctest runs two at once, under the sanitizers too) inflates the Func it holds, and
+    // a preemption outside the calls inflates only the wall time. So the time relations get a
+    // few tries, each on fresh counters; a profiler that misattributes fails every one.
+    auto relations_hold = [&] {
+        return ns[0] > 4 * ns[1] && ns[0] > 4 * ns[2] && ns[1] > 0 &&
+               double(ns[0] + ns[1] + ns[2] + ns[3]) >= 0.9 * wall_ns;
+    };
+    for (int attempt = 0; attempt < 5; attempt++) {
+        kiln_profiler_reset();
+        const auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < 3; i++)
+            c.realize_into({result});
+        wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
+                      .count();
+        for (int k = 0; k < 4; k++) {
+            ASSERT_EQ(kiln_profiler_func_query("profile_funcs", names[k], &calls[k], &ns[k]), 1)
+                << names[k];
+            EXPECT_EQ(calls[k], 3u) << names[k];
+        }
+        if (relations_hold()) break;
     }
     // heavy does 64 sines per element where light does one add, and the output one multiply.
     EXPECT_GT(ns[0], 4 * ns[1]);
