@@ -92,6 +92,10 @@ bool is_const(const Expr &e, int64_t v) {
 bool is_const_zero(const Expr &e) {
     return is_const(e, 0);
 }
+bool is_positive_zero(const Expr &e) {
+    std::optional<double> f = as_const_float(e);
+    return is_const_zero(e) && !(f && std::signbit(*f));
+}
 bool is_const_one(const Expr &e) {
     return is_const(e, 1);
 }

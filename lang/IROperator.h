@@ -31,6 +31,9 @@ std::optional<double> as_const_float(const Expr &e);
 bool is_const(const Expr &e);
 bool is_const(const Expr &e, int64_t v);
 bool is_const_zero(const Expr &e);
+/// Whether e is a constant zero that is not a float's -0 (the value an empty sum starts at,
+/// and what a matrix unit's tilezero stores).
+bool is_positive_zero(const Expr &e);
 bool is_const_one(const Expr &e);
 bool is_const_true(const Expr &e);
 bool is_const_false(const Expr &e);

@@ -1,7 +1,6 @@
 #include "schedule/ScheduleFunctions.h"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <set>
 
@@ -126,9 +125,7 @@ bool calls_elsewhere(const Expr &e, const FunctionContents &f) {
 // every RVar loop is at its first value.
 bool folds_zero_init(const PipelineEnv &env, const FunctionContents &f) {
     if (f.updates.empty() || f.init.values.size() != 1) return false;
-    const Expr &init = f.init.values[0];
-    const auto *fimm = init.as<FloatImm>();
-    if (!is_const_zero(init) || (fimm && std::signbit(fimm->value))) return false;
+    if (!is_positive_zero(f.init.values[0])) return false;
     const Definition &u = f.updates[0];
     if (u.predicate.defined() || !u.rdom || u.rdom->vars.empty() || u.values.size() != 1 ||
         u.args.size() != f.args.size()) {

@@ -1,7 +1,6 @@
 #include "schedule/Tensorize.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -77,9 +76,7 @@ std::optional<MatmulStore> match_matmul(const Store *store, const Expr &value, c
         Expr first;
         const Expr *c_expr = &acc;
         if (const auto *sel = acc.as<Select>()) {
-            const auto *zero = sel->true_value.as<FloatImm>();
-            if (!is_const_zero(sel->true_value) || (zero && std::signbit(zero->value)) ||
-                !sel->condition.type().is_scalar()) {
+            if (!is_positive_zero(sel->true_value) || !sel->condition.type().is_scalar()) {
                 continue;
             }
             first = sel->condition;

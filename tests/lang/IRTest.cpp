@@ -297,6 +297,16 @@ TEST(Constants, MakeConstBroadcastsForVectorTypesAndWrapsIntegers) {
     EXPECT_TRUE(is_const_true(make_const(Bool(), int64_t(5))));
 }
 
+TEST(Constants, PositiveZeroExcludesAFloatsNegativeZero) {
+    EXPECT_TRUE(is_positive_zero(Expr(0)));
+    EXPECT_TRUE(is_positive_zero(make_const(Float(32), 0.0)));
+    EXPECT_TRUE(is_positive_zero(make_const(Float(32, 8), 0.0)));
+    EXPECT_FALSE(is_positive_zero(make_const(Float(32), -0.0)));
+    EXPECT_FALSE(is_positive_zero(make_const(Float(32, 8), -0.0)));
+    EXPECT_FALSE(is_positive_zero(make_const(Float(32), 1.0)));
+    EXPECT_FALSE(is_positive_zero(Variable::make(Float(32), "x")));
+}
+
 TEST(Constants, TypeMinAndMaxCoverEachKindOfType) {
     EXPECT_EQ(as_const_int(type_min(Int(8))), -128);
     EXPECT_EQ(as_const_int(type_max(Int(8))), 127);
