@@ -4,12 +4,20 @@
 // out(x, y, co) is out[co][y][x] (extents W, H, C_out).
 //   out(x, y, co) = sum over ky, kx, ci of w(kx, ky, ci, co) * in_padded(x + kx - 1, y + ky - 1,
 //   ci)
-// The algorithm holds the zero-padded input in blocks of B channels (B = 16 where C_in allows,
-// as oneDNN's nChw16c), padded(c, x, y, cb) = in_padded(x, y, cb B + c), and sums over
-// c, kx, ky, cb with c innermost (the RDom's r.x): the kernel's inner loop then broadcasts
-// values of one pixel's block, 16 of them in one cache line, where a plane per channel would
-// take one line per value from a plane 13 KB further on (56 x 56), a stride no hardware
-// prefetcher follows. The weights are repacked the same way, output channel innermost.
+// The algorithm holds the zero-padded input in blocks of B channels, padded(c, x, y, cb) =
+// in_padded(x, y, cb B + c), B the largest power of two up to 256 that divides C_in (all of
+// them at 64 and 256 channels: a pixel's channels side by side, as oneDNN's NHWC for its
+// brgemm convolution), and sums over c, kx, ky, cb with c innermost (the RDom's r.x): the
+// kernel's inner loop then broadcasts consecutive values of one pixel, 16 of them in one cache
+// line, where a plane per channel would take one line per value from a plane 13 KB further on
+// (56 x 56), a stride no hardware prefetcher follows. Blocks of 16 channels (nChw16c) ran 3-5%
+// slower at 256 -> 256 channels, 14 x 14 (the inner loop 16 steps long instead of 256), the same
+// at 64 -> 64, 56 x 56. The weights are repacked the same way, output channel innermost.
+// The RDom skips the taps in the padding, rows and columns alike (`where`): at 14 x 14 those are
+// 1 in 21 of the products. In a row of pixels unrolled with its taps, the column conditions are
+// constants once the tile's position is (the output's x bound to [0, W) with one tile per row),
+// else a condition on the tile's position that lowering decides once per tile (loop unswitching,
+// schedule/UnswitchLoops.h), so the FMA sequence has no branches in it.
 #include "apps/Builtin.h"
 #include "lang/BoundaryConditions.h"
 #include "lang/IROperator.h"
@@ -18,25 +26,27 @@ namespace kiln::apps {
 
 namespace {
 
-// The channel block: the largest power of two that divides C_in, at most 16 (a cache line of
-// floats), so that blocks tile the channels exactly.
-int channel_block(int CI) {
+// A block of channels: the largest power of two that divides the channel count, at most `cap`,
+// so that blocks tile the channels exactly. Output channels come in blocks of at most 16 (a
+// vector of floats); input channels in blocks of up to 256 (see make_conv2d).
+int channel_block(int CI, int cap = 16) {
     int b = 1;
-    while (b < 16 && CI % (2 * b) == 0)
+    while (b < cap && CI % (2 * b) == 0)
         b *= 2;
     return b;
 }
 
 // conv2d_packed's weights: wp(o, c, kx, ky, cb, ob) = w(kx, ky, cb B + c, ob OB + o), the
 // layout the kernel reads: output channels in blocks of OB (channel_block(C_out), 16 where C_out
-// allows) outermost and innermost, input channels in blocks of B (oneDNN calls this kind
-// OIhw16i16o); extents OB, B, 3, 3, C_in / B, C_out / OB. A block of output channels reads one
+// allows) outermost and innermost, input channels in blocks of B (the padded input's; with B =
+// C_in that is oneDNN's Ohwi16o kind, with B = 16 its OIhw16i16o); extents OB, B, 3, 3, C_in / B,
+// C_out / OB. A block of output channels reads one
 // dense run of 9 C_in OB values (147 KB at 256 input channels), which stays in L2 for all the
 // block's rows. conv2d_pack makes it from OIHW weights; a caller whose weights are constant packs
 // them once and runs conv2d_packed on them for every input, as oneDNN's users reorder their
 // weights into the primitive's layout once.
 std::vector<int> packed_weight_extents(int CI, int CO) {
-    const int B = channel_block(CI), OB = channel_block(CO);
+    const int B = channel_block(CI, 256), OB = channel_block(CO);
     return {OB, B, 3, 3, CI / B, CO / OB};
 }
 
@@ -52,7 +62,7 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape, bool packed_weig
     ImageParam w(Float(32), packed_weights ? 6 : 4, packed_weights ? "wp" : "w");
     Var x("x"), y("y"), c("c"), co("co"), kx("kx"), ky("ky"), ci("ci"), cb("cb");
     Func padded("padded"), w_packed("w_packed"), conv("conv"), out(name);
-    const int B = channel_block(CI), CB = CI / B, OB = channel_block(CO);
+    const int B = channel_block(CI, 256), CB = CI / B, OB = channel_block(CO);
     padded(c, x, y, cb) = constant_exterior(in, 0.f)(x, y, cb * B + c);
     // With packed weights the kernel reads the input itself; w_packed stays a name for it.
     if (packed_weights) {
@@ -61,7 +71,7 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape, bool packed_weig
         w_packed(co, ci, kx, ky, cb) = w(kx, ky, cb * B + ci, co);
     }
     RDom r({{0, B}, {0, 3}, {0, 3}, {0, CB}}, "r");
-    r.where(y + r.z - 1 >= 0 && y + r.z - 1 < H);
+    r.where(y + r.z - 1 >= 0 && y + r.z - 1 < H && x + r.y - 1 >= 0 && x + r.y - 1 < W);
     conv(x, y, co) = 0.f;
     conv(x, y, co) = fma(w_packed(co, r.x, r.y, r.z, r.w),
                          padded(r.x, x + r.y - 1, y + r.z - 1, r.w), conv(x, y, co));
@@ -121,17 +131,20 @@ void schedule_conv2d_gpu(OperatorInstance &inst, GeneratorContext &ctx) {
     if (w_root) {
         // The weights repacked once per run, output channel innermost, by a kernel of their own:
         // blocks over 16 output channels and the taps and channel blocks (fused), a thread per
-        // output channel and input channel of the block; the sums then read a tap's tile_co
-        // weights from consecutive addresses.
+        // output channel and input channel of 16 of the block's (each thread walks the block's
+        // input channels 16 apart: a block of 256 input channels would be 4096 threads); the
+        // sums then read a tap's tile_co weights from consecutive addresses.
+        const int B = channel_block(int(inst.shape[0]), 256);
         Var wco("co"), wci("ci"), wkx("kx"), wky("ky"), wcb("cb"), k("k"), kc("kc"), wcoo("coo"),
-            wcoi("coi");
+            wcoi("coi"), wcio("cio"), wcii("cii");
         w_packed.compute_root()
             .fuse(wkx, wky, k)
             .fuse(k, wcb, kc)
             .split(wco, wcoo, wcoi, int(std::min<int64_t>(16, CO)), TailStrategy::GuardWithIf)
-            .reorder(wcoi, wci, wcoo, kc)
+            .split(wci, wcio, wcii, std::min(16, B))
+            .reorder(wcio, wcoi, wcii, wcoo, kc)
             .gpu_blocks(wcoo, kc)
-            .gpu_threads(wcoi, wci);
+            .gpu_threads(wcoi, wcii);
     }
     Var x("x"), y("y"), co("co"), xo("xo"), yo("yo"), coo("coo"), xi("xi"), yi("yi"), coi("coi");
     out.split(x, xo, xi, tile_x)
@@ -233,8 +246,9 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     // (conv2d_packed, 3 interleaved rounds); not the default.
     // The output's channels start at 0 and number C_out (checked at run time): a block of
     // output channels then starts at a multiple of tile_co, which the packed weights' blocks of
-    // OB channels need to be read as vectors.
-    out.bound(co, 0, int(CO));
+    // OB channels need to be read as vectors. Its columns are [0, W): a tile's position is then a
+    // constant where one tile spans the row, and so are the RDom's conditions on the taps.
+    out.bound(co, 0, int(CO)).bound(x, 0, int(W));
     const bool row = conv_at == "y";
     out.split(co, coo, coi, tile_co);
     if (row) {
@@ -270,13 +284,15 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
         padded.compute_at(out, yt);
     } else {
         padded.compute_root();
+        if (parallel) padded.reorder(c, x, cb, y);
     }
     if (channel_block(int(CI)) >= 4) {
-        padded.vectorize(c);
+        padded.vectorize(c, std::min(channel_block(int(CI), 256), vec));
     } else {
         padded.vectorize(x, vec);
     }
-    if (parallel && !row_tasks) padded.parallel(cb);
+    // In parallel by rows (all 256 input channels are one block): cb inside the rows.
+    if (parallel && !row_tasks) padded.parallel(y);
     // The weights are repacked per block of tile_co output channels (at coo), into a dense
     // buffer of that block's channels (295 KB at 256 -> 256 channels: the block's tiles stream it
     // from L2). The repacking is a transpose (co moves innermost), each vector of lanes output
@@ -325,7 +341,7 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
 // The index of w[co][ci][ky][kx] (OIHW) in conv2d_packed's layout,
 // wp[co / OB][ci / B][ky][kx][ci % B][co % OB].
 size_t packed_weight_index(int CI, int CO, int co, int ci, int ky, int kx) {
-    const int B = channel_block(CI), OB = channel_block(CO);
+    const int B = channel_block(CI, 256), OB = channel_block(CO);
     return (((((size_t(co / OB) * (CI / B) + ci / B) * 3 + ky) * 3 + kx) * B + ci % B) * OB) +
            co % OB;
 }
@@ -379,7 +395,7 @@ OperatorInstance make_conv2d_pack(const std::vector<int64_t> &shape) {
     ImageParam w(Float(32), 4, "w");
     Var o("o"), c("c"), kx("kx"), ky("ky"), cb("cb"), ob("ob");
     Func wp("conv2d_pack");
-    const int B = channel_block(CI), OB = channel_block(CO);
+    const int B = channel_block(CI, 256), OB = channel_block(CO);
     wp(o, c, kx, ky, cb, ob) = w(kx, ky, cb * B + c, ob * OB + o);
     inst.inputs = {w};
     inst.input_data = {random_buffer(Float(32), {3, 3, CI, CO}, "w", 42, -1, 1)};

@@ -21,6 +21,7 @@
 #include "schedule/StorageFlattening.h"
 #include "schedule/Tensorize.h"
 #include "schedule/UnrollLoops.h"
+#include "schedule/UnswitchLoops.h"
 #include "schedule/VectorizeLoops.h"
 #include "schedule/VerifyLowered.h"
 
@@ -110,6 +111,7 @@ LoweredFunc lower_impl(const std::vector<Func> &outputs, const std::string &name
     s = log.run("common subexpressions", s, [&](const Stmt &x) { return cse(x); });
     s = log.run("hoist loop invariants", s,
                 [&](const Stmt &x) { return hoist_loop_invariants(x); });
+    s = log.run("unswitch loops", s, [&](const Stmt &x) { return unswitch_loops(x); });
     s = log.run("final simplify", s, [&](const Stmt &x) { return simplify(x); });
     std::vector<DeviceKernel> kernels;
     s = log.run("offload GPU loops", s,

@@ -268,14 +268,29 @@ std::string block_of(const std::string &ir, const std::string &label) {
     return ir.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
 }
 
-/// The LLVM IR of a conv2d operator's innermost reduction loop (`conv.s1.r.x.body`), compiled
-/// for AVX-512 from its template with `knobs` (the hand schedule where empty); empty when the
-/// loop is not there.
-std::string conv_kernel_body(const apps::Operator &op, apps::OperatorInstance &inst,
-                             const std::map<std::string, std::string> &knobs = {}) {
+/// The LLVM IR of a conv2d operator's innermost reduction loops (`conv.s1.r.x.body`, and the
+/// copies LLVM numbers `conv.s1.r.x.body405` and so on: one per tap of a kernel row with the
+/// taps unrolled), in order, compiled for AVX-512 from its template with `knobs` (the hand
+/// schedule where empty); empty when there is none.
+std::vector<std::string> conv_kernel_bodies(const apps::Operator &op, apps::OperatorInstance &inst,
+                                            const std::map<std::string, std::string> &knobs = {}) {
     apps::schedule_from_generator(op.generator, op.generator_params, inst, avx512_target(), knobs);
     std::string ir = compile_to_llvm_module(inst.pipeline().lower(), avx512_target()).llvm_ir();
-    return block_of(ir, "conv.s1.r.x.body");
+    std::vector<std::string> bodies;
+    const std::string label = "\nconv.s1.r.x.body";
+    for (size_t at = ir.find(label); at != std::string::npos; at = ir.find(label, at + 1)) {
+        size_t colon = ir.find(':', at);
+        std::string name = ir.substr(at + 1, colon - at - 1);
+        if (name.find_first_not_of("0123456789", label.size() - 1) != std::string::npos) continue;
+        bodies.push_back(block_of(ir, name));
+    }
+    return bodies;
+}
+
+std::string conv_kernel_body(const apps::Operator &op, apps::OperatorInstance &inst,
+                             const std::map<std::string, std::string> &knobs = {}) {
+    std::vector<std::string> bodies = conv_kernel_bodies(op, inst, knobs);
+    return bodies.empty() ? "" : bodies[0];
 }
 
 } // namespace
@@ -410,24 +425,62 @@ TEST(CodegenAccess, AnOutputsTileOfSumsStaysInRegistersInItsRfactorIntermediate)
 }
 
 // conv2d's hand schedule on a 14-pixel-wide image with AVX-512: one tile of 14 pixels per row by
-// two vectors of 16 output channels, 28 of the 32 vector registers. The loop over a block's input
-// channels, the sum's innermost, keeps the tile's 28 sums in registers (28 vector phis, no
-// store); its body is 28 FMAs of 16 lanes from 2 dense weight loads and 14 broadcast input
-// values (no gather), each from its pixel's block of 16 channels, one cache line, walked in
-// order (the address of a pixel's value moves by one float per iteration). The result matches
-// the reference.
+// two vectors of 16 output channels, 28 of the 32 vector registers. The loops over the input
+// channels, the sum's innermost, one per tap of a kernel row (unrolled), keep the tile's 28 sums
+// in registers (a vector phi per sum the loop adds to, no store); each body is an FMA of 16 lanes
+// per pixel and vector of channels from 2 dense weight loads and a broadcast input value per pixel
+// (no gather), from the pixel's channels side by side, walked in order (the address of a pixel's
+// value moves by one float per iteration). The taps in the padding are skipped: the first tap has
+// no left neighbour for pixel 0 and the last none for pixel 13, so those loops are 26 FMAs from 13
+// values, the middle one 28 from 14, with no branch but the loop's own (the RDom's conditions
+// are constants in the unrolled row). The result matches the reference.
 TEST(CodegenAccess, Conv2dKernelHoldsATileOf14PixelsBy32ChannelsInRegisters) {
     const apps::Operator &op = apps::find_operator("conv2d");
     apps::OperatorInstance inst = op.make({64, 64, 14, 14});
-    std::string body = conv_kernel_body(op, inst);
-    ASSERT_FALSE(body.empty());
-    EXPECT_EQ(body.find("store "), std::string::npos) << body;
-    EXPECT_EQ(body.find("gather"), std::string::npos) << body;
-    EXPECT_EQ(occurrences(body, "= phi <16 x float>"), 28u) << body;
-    EXPECT_EQ(occurrences(body, "@llvm.fma.v16f32("), 28u) << body;
-    EXPECT_EQ(occurrences(body, "= load <16 x float>"), 2u) << body; // the weights of 32 channels
-    EXPECT_EQ(occurrences(body, "= load float"), 14u) << body;       // an input value per pixel
+    std::vector<std::string> bodies = conv_kernel_bodies(op, inst);
+    ASSERT_EQ(bodies.size(), 3u);
+    const size_t fmas[] = {26, 28, 26};
+    for (size_t tap = 0; tap < 3; tap++) {
+        const std::string &body = bodies[tap];
+        EXPECT_EQ(body.find("store "), std::string::npos) << body;
+        EXPECT_EQ(body.find("gather"), std::string::npos) << body;
+        EXPECT_EQ(occurrences(body, "= phi <16 x float>"), fmas[tap])
+            << body; // the sums it adds to
+        EXPECT_EQ(occurrences(body, "@llvm.fma.v16f32("), fmas[tap]) << body;
+        EXPECT_EQ(occurrences(body, "= load <16 x float>"), 2u) << body;     // 32 channels' weights
+        EXPECT_EQ(occurrences(body, "= load float"), fmas[tap] / 2) << body; // a value per pixel
+        EXPECT_EQ(occurrences(body, "br i1 "), 1u) << body;                  // the loop's own
+    }
     EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
+}
+
+// At 56 pixels a row is four tiles of 14; the RDom's conditions on the taps in the padding hold
+// for some tiles and not others, so each is a condition on the tile's position, the same for
+// the whole of its reduction. Lowering decides each once per tile (loop unswitching): the
+// reduction is copied for the first tile (no left neighbour for its pixel 0), the last (no right
+// neighbour for its pixel 13) and those between, and no loop over input channels holds a branch
+// other than its own. Every copy computes what the reference computes, conv2d and conv2d_packed;
+// so do they at 3 -> 16 channels (one input channel: no loop over them).
+TEST(CodegenAccess, Conv2dDecidesItsTapsInThePaddingOncePerTile) {
+    for (const char *name : {"conv2d", "conv2d_packed"}) {
+        const apps::Operator &op = apps::find_operator(name);
+        apps::OperatorInstance rgb = op.make({3, 16, 5, 56});
+        op.hand_schedule(rgb, avx512_target());
+        EXPECT_LE(apps::max_relative_error(rgb.realize(), op.reference(rgb)), op.tolerance) << name;
+        apps::OperatorInstance inst = op.make({64, 32, 4, 56});
+        std::vector<std::string> bodies = conv_kernel_bodies(op, inst);
+        EXPECT_GE(bodies.size(), 9u) << name; // three tap loops for each kind of tile
+        size_t fmas = 0;
+        for (const std::string &body : bodies) {
+            EXPECT_EQ(occurrences(body, "br i1 "), 1u) << body;
+            fmas += occurrences(body, "@llvm.fma.v16f32(");
+        }
+        // Two vectors of channels: the middle tiles' 3 x 14 taps, the first's and the last's each
+        // one fewer.
+        EXPECT_EQ(fmas, 2u * (3 * 3 * 14 - 2)) << name;
+        EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance)
+            << name;
+    }
 }
 
 // conv2d with conv_at = y: conv holds a whole row of 56 pixels by 32 output channels, summed
@@ -449,15 +502,17 @@ TEST(CodegenAccess, ATileOfSumsInARowBufferStaysInRegisters) {
 }
 
 // conv2d_packed reads its weights in their packed layout, output channels in blocks of 16: the
-// kernel's vector of 16 channels is one block's, so its weights are dense loads, the same 28
-// FMAs from 2 weight loads and 14 broadcast input values as conv2d's, and the result matches the
-// reference. 48 output channels are a block of 32 and a last one shifted inwards to start at
-// min(48 - 32, coo * 32), 0 or 16: the simplifier knows that either is a multiple of 16.
+// kernel's vector of 16 channels is one block's, so its weights are dense loads, the same FMAs
+// from 2 weight loads and a broadcast input value per pixel as conv2d's (its middle tap: 28
+// from 14), and the result matches the reference. 48 output channels are a block of 32 and a
+// last one shifted inwards to start at min(48 - 32, coo * 32), 0 or 16: the simplifier knows
+// that either is a multiple of 16.
 TEST(CodegenAccess, Conv2dPackedReadsItsBlockedWeightsAsDenseVectors) {
     const apps::Operator &op = apps::find_operator("conv2d_packed");
     apps::OperatorInstance inst = op.make({64, 48, 14, 14});
-    std::string body = conv_kernel_body(op, inst);
-    ASSERT_FALSE(body.empty());
+    std::vector<std::string> bodies = conv_kernel_bodies(op, inst);
+    ASSERT_EQ(bodies.size(), 3u);
+    const std::string &body = bodies[1];
     EXPECT_EQ(body.find("gather"), std::string::npos) << body;
     EXPECT_EQ(occurrences(body, "@llvm.fma.v16f32("), 28u) << body;
     EXPECT_EQ(occurrences(body, "= load <16 x float>"), 2u) << body;

@@ -111,7 +111,8 @@ TEST(Operators, Conv2dOnPackedWeightsComputesWhatConv2dComputes) {
 // blocks of rows, the outermost loop and parallel, and each pads its own rows inside it; there
 // are as many as the target's threads (Target::threads): 2 tasks of 28 rows, or 8 of 7. At
 // 256 -> 256 channels, 14 x 14 the weights are larger (2.4 MB): the padded input is computed
-// once, at the root, and the tasks are blocks of output channels.
+// once, at the root, its rows in parallel (all 256 input channels are one block), and the tasks
+// are blocks of output channels.
 TEST(Operators, Conv2dTasksShareTheSmallerOperand) {
     struct Nest : public IRVisitor {
         std::vector<std::string> loops;
@@ -148,7 +149,7 @@ TEST(Operators, Conv2dTasksShareTheSmallerOperand) {
     op.hand_schedule(blocks, Target::parse("x86-64-v4"));
     Nest b;
     b.include(blocks.pipeline().lower().body);
-    EXPECT_EQ(b.first_parallel, "padded.s0.cb");
+    EXPECT_EQ(b.first_parallel, "padded.s0.y");
     EXPECT_EQ(b.around_padded, std::vector<std::string>{})
         << testing::PrintToString(b.around_padded);
 }
