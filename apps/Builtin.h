@@ -15,6 +15,7 @@ Operator matmul_u8s8_operator();
 Operator matmul_bf16_operator();
 Operator conv2d_operator();
 Operator conv2d_packed_operator();
+Operator conv2d_nhwc_operator();
 Operator conv2d_pack_operator();
 Operator blur_operator();
 Operator blur_u16_operator();

@@ -50,8 +50,13 @@ std::vector<int> packed_weight_extents(int CI, int CO) {
     return {OB, B, 3, 3, CI / B, CO / OB};
 }
 
-OperatorInstance make_conv2d(const std::vector<int64_t> &shape, bool packed_weights) {
-    const std::string name = packed_weights ? "conv2d_packed" : "conv2d";
+// conv2d_nhwc: the same sums on a channels-innermost input and output, in(c, x, y) = in[y][x][c]
+// and out(co, x, y) = out[y][x][co] (NHWC, batch 1), on packed weights. The input already holds a
+// pixel's channels side by side, so nothing is copied: the kernel reads it through clamped
+// coordinates (in bounds for the buffer; the taps they would move, those in the padding, are the
+// ones the RDom skips), and its tiles of sums are stored as they are, vectors of channels.
+OperatorInstance make_conv2d(const std::vector<int64_t> &shape, bool packed_weights, bool nhwc) {
+    const std::string name = nhwc ? "conv2d_nhwc" : packed_weights ? "conv2d_packed" : "conv2d";
     int CI = shape_extent(name, "C_in", shape[0]);
     int CO = shape_extent(name, "C_out", shape[1]);
     int H = shape_extent(name, "H", shape[2]);
@@ -61,11 +66,27 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape, bool packed_weig
     ImageParam in(Float(32), 3, "in");
     ImageParam w(Float(32), packed_weights ? 6 : 4, packed_weights ? "wp" : "w");
     Var x("x"), y("y"), c("c"), co("co"), kx("kx"), ky("ky"), ci("ci"), cb("cb");
-    Func padded("padded"), w_packed("w_packed"), conv("conv"), out(name);
+    Func padded(nhwc ? "clamped" : "padded"), w_packed("w_packed"), conv("conv"), out(name);
     const int B = channel_block(CI, 256), CB = CI / B, OB = channel_block(CO);
-    padded(c, x, y, cb) = constant_exterior(in, 0.f)(x, y, cb * B + c);
-    // With packed weights the kernel reads the input itself; w_packed stays a name for it.
+    if (nhwc) {
+        // A pixel's channels side by side, rows of W pixels: strides known when compiling, so
+        // the tile's pixels are constant offsets from one address (checked when it runs).
+        in.dim(0).set_bounds(0, CI);
+        in.dim(1).set_bounds(0, W).set_stride(CI);
+        in.dim(2).set_bounds(0, H).set_stride(CI * W);
+        padded(c, x, y, cb) = in(cb * B + c, clamp(x, 0, W - 1), clamp(y, 0, H - 1));
+    } else {
+        padded(c, x, y, cb) = constant_exterior(in, 0.f)(x, y, cb * B + c);
+    }
+    // With packed weights the kernel reads the input itself; w_packed stays a name for it. They
+    // are dense, as conv2d_pack makes them: their strides are constants too.
     if (packed_weights) {
+        std::vector<int> extents = packed_weight_extents(CI, CO);
+        int stride = 1;
+        for (size_t d = 0; d < extents.size(); d++) {
+            w.dim(int(d)).set_bounds(0, extents[d]).set_stride(stride);
+            stride *= extents[d];
+        }
         w_packed(co, ci, kx, ky, cb) = w(co % OB, ci, kx, ky, cb, co / OB);
     } else {
         w_packed(co, ci, kx, ky, cb) = w(kx, ky, cb * B + ci, co);
@@ -75,14 +96,19 @@ OperatorInstance make_conv2d(const std::vector<int64_t> &shape, bool packed_weig
     conv(x, y, co) = 0.f;
     conv(x, y, co) = fma(w_packed(co, r.x, r.y, r.z, r.w),
                          padded(r.x, x + r.y - 1, y + r.z - 1, r.w), conv(x, y, co));
-    out(x, y, co) = conv(x, y, co);
+    if (nhwc) {
+        out(co, x, y) = conv(x, y, co);
+    } else {
+        out(x, y, co) = conv(x, y, co);
+    }
     inst.inputs = {in, w};
     inst.input_data = {
-        random_buffer(Float(32), {W, H, CI}, "in", 41, -1, 1),
+        nhwc ? random_buffer(Float(32), {CI, W, H}, "in", 41, -1, 1)
+             : random_buffer(Float(32), {W, H, CI}, "in", 41, -1, 1),
         packed_weights ? random_buffer(Float(32), packed_weight_extents(CI, CO), "wp", 42, -1, 1)
                        : random_buffer(Float(32), {3, 3, CI, CO}, "w", 42, -1, 1)};
     inst.output = out;
-    inst.output_extents = {W, H, CO};
+    inst.output_extents = nhwc ? std::vector<int>{CO, W, H} : std::vector<int>{W, H, CO};
     inst.stages = {padded, w_packed, conv};
     return inst;
 }
@@ -199,7 +225,10 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     // per output channel, which the code generator makes dense loads of the tile's rows of
     // channels and an in-register transpose (CodeGenLLVM's transposed copies); or vectors of
     // channels, scattered to their planes.
-    const bool transpose_copy = ctx.knob("transpose_copy", {1, 0}) != 0;
+    // conv2d_nhwc's output holds a pixel's channels side by side: vectors of channels are dense.
+    const bool nhwc = inst.output.args()[0] == "co";
+    const bool transpose_copy = ctx.knob("transpose_copy", nhwc ? std::vector<int64_t>{0}
+                                                                : std::vector<int64_t>{1, 0}) != 0;
     // The tasks. Each task reads all of one operand: with blocks of output channels, all of the
     // padded input; with blocks of rows, all of the weights. Read by both cores, lines cost each
     // of them more than lines of its own (on the Intel Xeon two threads summing the same 1 MB
@@ -279,20 +308,22 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     // The padded input in blocks of channels (make_conv2d): a transpose, each vector of a
     // pixel's block's channels gathered from the input's planes, once per run (0.9 MB at the
     // default shape), or per task of rows (row_tasks) in the task's own buffer.
+    // (conv2d_nhwc reads its input in place: `clamped` stays inlined.) At the root, its rows run
+    // in parallel, each with all its blocks of channels (all 256 input channels are one block).
     Var cb("cb");
-    if (row_tasks) {
-        padded.compute_at(out, yt);
-    } else {
-        padded.compute_root();
-        if (parallel) padded.reorder(c, x, cb, y);
+    if (!nhwc) {
+        if (row_tasks) {
+            padded.compute_at(out, yt);
+        } else {
+            padded.compute_root();
+            if (parallel) padded.reorder(c, x, cb, y).parallel(y);
+        }
+        if (channel_block(int(CI)) >= 4) {
+            padded.vectorize(c, std::min(channel_block(int(CI), 256), vec));
+        } else {
+            padded.vectorize(x, vec);
+        }
     }
-    if (channel_block(int(CI)) >= 4) {
-        padded.vectorize(c, std::min(channel_block(int(CI), 256), vec));
-    } else {
-        padded.vectorize(x, vec);
-    }
-    // In parallel by rows (all 256 input channels are one block): cb inside the rows.
-    if (parallel && !row_tasks) padded.parallel(y);
     // The weights are repacked per block of tile_co output channels (at coo), into a dense
     // buffer of that block's channels (295 KB at 256 -> 256 channels: the block's tiles stream it
     // from L2). The repacking is a transpose (co moves innermost), each vector of lanes output
@@ -385,6 +416,35 @@ BufferBase reference_conv2d(const OperatorInstance &inst) {
     return out;
 }
 
+// conv2d_nhwc's reference: the same sums in double, from the NHWC input and the packed weights.
+BufferBase reference_conv2d_nhwc(const OperatorInstance &inst) {
+    int CI = int(inst.shape[0]), CO = int(inst.shape[1]), H = int(inst.shape[2]),
+        W = int(inst.shape[3]);
+    const float *in = reinterpret_cast<const float *>(inst.input_data[0].raw_data());
+    const float *wp = reinterpret_cast<const float *>(inst.input_data[1].raw_data());
+    BufferBase out(Float(32), {CO, W, H}, inst.output.name());
+    float *o = reinterpret_cast<float *>(out.raw_data());
+    for (int y = 0; y < H; y++) {
+        for (int x = 0; x < W; x++) {
+            for (int co = 0; co < CO; co++) {
+                double s = 0;
+                for (int ky = 0; ky < 3; ky++) {
+                    for (int kx = 0; kx < 3; kx++) {
+                        int sx = x + kx - 1, sy = y + ky - 1;
+                        if (sx < 0 || sx >= W || sy < 0 || sy >= H) continue;
+                        for (int ci = 0; ci < CI; ci++) {
+                            s += double(wp[packed_weight_index(CI, CO, co, ci, ky, kx)]) *
+                                 in[(size_t(sy) * W + sx) * CI + ci];
+                        }
+                    }
+                }
+                o[(size_t(y) * W + x) * CO + co] = float(s);
+            }
+        }
+    }
+    return out;
+}
+
 // conv2d_pack: OIHW weights w(kx, ky, ci, co) into conv2d_packed's layout
 // wp(o, c, kx, ky, cb, ob).
 OperatorInstance make_conv2d_pack(const std::vector<int64_t> &shape) {
@@ -447,7 +507,7 @@ Operator conv2d_operator() {
     op.description = "3x3 convolution, stride 1, zero padding 1, batch 1, NCHW float32";
     op.shape_names = {"C_in", "C_out", "H", "W"};
     op.default_shape = {64, 64, 56, 56};
-    op.make = [](const std::vector<int64_t> &shape) { return make_conv2d(shape, false); };
+    op.make = [](const std::vector<int64_t> &shape) { return make_conv2d(shape, false, false); };
     op.reference = reference_conv2d;
     op.work = conv2d_work;
     op.work_unit = "GF/s";
@@ -464,7 +524,18 @@ Operator conv2d_packed_operator() {
     op.name = "conv2d_packed";
     op.description =
         "conv2d on weights packed once by conv2d_pack (wp[C_out/OB][C_in/B][3][3][B][OB])";
-    op.make = [](const std::vector<int64_t> &shape) { return make_conv2d(shape, true); };
+    op.make = [](const std::vector<int64_t> &shape) { return make_conv2d(shape, true, false); };
+    define_by_generator(op, schedule_conv2d);
+    return op;
+}
+
+Operator conv2d_nhwc_operator() {
+    Operator op = conv2d_operator();
+    op.name = "conv2d_nhwc";
+    op.description = "conv2d on NHWC input and output (channels innermost) and weights packed by "
+                     "conv2d_pack";
+    op.make = [](const std::vector<int64_t> &shape) { return make_conv2d(shape, true, true); };
+    op.reference = reference_conv2d_nhwc;
     define_by_generator(op, schedule_conv2d);
     return op;
 }

@@ -48,8 +48,8 @@ void register_builtins_locked() {
     builtins_registered = true;
     for (Operator op :
          {matmul_operator(), matmul_u8s8_operator(), matmul_bf16_operator(), conv2d_operator(),
-          conv2d_packed_operator(), conv2d_pack_operator(), blur_operator(), blur_u16_operator(),
-          softmax_operator(), layernorm_operator(), harris_operator()}) {
+          conv2d_packed_operator(), conv2d_nhwc_operator(), conv2d_pack_operator(), blur_operator(),
+          blur_u16_operator(), softmax_operator(), layernorm_operator(), harris_operator()}) {
         register_locked(std::move(op));
     }
     for (Operator &op : test_only_operators()) {

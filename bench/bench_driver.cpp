@@ -15,7 +15,10 @@
 // ratio column "kiln_tuned / best other". Rows the database has no record for show "error" with
 // the reason under the table. The column kiln_packed (conv2d rows only, n/a elsewhere) is
 // kiln_bench --packed-weights: conv2d_packed on weights packed once, untimed, as the oneDNN
-// columns reorder theirs once. Every kiln-side column has its own ratio column.
+// columns reorder theirs once. The column kiln_nhwc (conv2d rows only) is kiln_bench --nhwc:
+// conv2d_nhwc, input and output channels innermost, on packed weights, the layouts the onednn
+// column runs its brgemm convolution on, none of whose conversions it times. Every kiln-side
+// column has its own ratio column.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,7 +136,7 @@ std::string fmt_ms(double ms) {
 }
 
 bool kiln_side(const std::string &impl) {
-    return impl == "kiln" || impl == "kiln_tuned" || impl == "kiln_packed";
+    return impl == "kiln" || impl == "kiln_tuned" || impl == "kiln_packed" || impl == "kiln_nhwc";
 }
 
 /// The ratio cells of a row: the best other time over the time of each kiln-side column
@@ -160,8 +163,8 @@ int main(int argc, char **argv) {
     bool quick = false;
     int rounds = -1, reps = -1;
     std::vector<int> threads = {1, 2};
-    std::vector<std::string> impl_names = {"kiln",        "kiln_packed", "openblas", "onednn",
-                                           "onednn_nchw", "halide",      "loops"};
+    std::vector<std::string> impl_names = {"kiln",   "kiln_packed", "kiln_nhwc", "openblas",
+                                           "onednn", "onednn_nchw", "halide",    "loops"};
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         auto need = [&]() -> std::string {
@@ -264,6 +267,7 @@ int main(int argc, char **argv) {
         im.exe = bin_dir + "/" + (kiln_side(n) ? std::string("kiln_bench") : "bench_" + n);
         if (n == "kiln_tuned") im.extra_args = " --db " + shell_quote(tuned_db);
         if (n == "kiln_packed") im.extra_args = " --packed-weights";
+        if (n == "kiln_nhwc") im.extra_args = " --nhwc";
         im.present = access(im.exe.c_str(), X_OK) == 0;
         if (im.present) {
             Result r = run_command(shell_quote(im.exe) + " --list" + im.extra_args);
@@ -440,6 +444,11 @@ int main(int argc, char **argv) {
               "kernel (kiln_bench --packed-weights), as the oneDNN columns reorder their weights "
               "once; the input and output stay NCHW and their conversions are timed, as in "
               "onednn_nchw.\n";
+    }
+    if (std::find(kiln_cols.begin(), kiln_cols.end(), "kiln_nhwc") != kiln_cols.end()) {
+        md << "kiln_nhwc: conv2d_nhwc (kiln_bench --nhwc), input and output channels innermost, "
+              "on weights packed once, untimed: the layouts the onednn column's convolution runs "
+              "on (acdb), whose conversions from and to NCHW it does not time either.\n";
     }
     if (with_tuned) {
         md << "kiln_tuned: the best schedule " << tuned_db

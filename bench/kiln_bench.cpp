@@ -20,6 +20,10 @@
 //                             once, untimed, by the conv2d_pack kernel, as a caller with constant
 //                             weights runs it and as the oneDNN columns reorder theirs; impl
 //                             "kiln_packed"; with --list, lists conv2d only)
+//              [--nhwc]   (conv2d only: the conv2d_nhwc operator, input and output channels
+//                             innermost, on weights packed as for --packed-weights: the layouts
+//                             the onednn column's brgemm convolution runs on (acdb), whose
+//                             conversions it does not time either; impl "kiln_nhwc")
 // prints one JSON line: {"impl":"kiln","workload":..,"shape":..,"threads":..,"median_ms":..,
 // "min_ms":..,"reps":..,"work":..,"unit":..,"rate":..,"checked":..,"max_rel_err":..}.
 // The output is filled with NaN (or a pattern) and checked against the operator's plain-loop
@@ -60,7 +64,7 @@ void poison(const BufferBase &b) {
 
 /// The protocol's shape for a workload as the operator's shape.
 std::vector<int64_t> operator_shape(const apps::Operator &op, const std::string &text) {
-    if ((op.name == "conv2d" || op.name == "conv2d_packed") && !text.empty()) {
+    if (op.name.rfind("conv2d", 0) == 0 && op.name != "conv2d_pack" && !text.empty()) {
         const benchref::WorkloadInfo *w = benchref::find_workload("conv2d");
         std::vector<int64_t> s = benchref::parse_shape(impl, *w, text); // N x C x H x W x K
         return {s[1], s[4], s[2], s[3]};
@@ -70,7 +74,7 @@ std::vector<int64_t> operator_shape(const apps::Operator &op, const std::string 
 
 /// The operator's shape written as the protocol writes it.
 std::string protocol_shape(const apps::Operator &op, const std::vector<int64_t> &s) {
-    if (op.name == "conv2d" || op.name == "conv2d_packed")
+    if (op.name.rfind("conv2d", 0) == 0 && op.name != "conv2d_pack")
         return benchref::shape_to_string({1, s[0], s[2], s[3], s[1]});
     return apps::shape_to_string(s);
 }
@@ -79,7 +83,7 @@ int run(int argc, char **argv) {
     std::string workload, shape_text;
     int threads = 1, reps = 50;
     double min_time_s = 0.5;
-    bool list = false, info = false, packed_weights = false, profile = false;
+    bool list = false, info = false, packed_weights = false, nhwc = false, profile = false;
     std::string dump; // --dump PREFIX: write PREFIX.lowered.txt, PREFIX.ll and PREFIX.s
     std::map<std::string, std::string> knobs; // --knobs knob=value,...
     std::string db;                           // --db FILE: the tuned schedule
@@ -127,6 +131,8 @@ int run(int argc, char **argv) {
             profile = true;
         } else if (a == "--packed-weights") {
             packed_weights = true;
+        } else if (a == "--nhwc") {
+            nhwc = true;
         } else if (a == "--list") {
             list = true;
         } else if (a == "--info") {
@@ -135,7 +141,8 @@ int run(int argc, char **argv) {
             std::printf(
                 "usage: kiln_bench --workload NAME [--shape AxBxC] [--threads T] "
                 "[--reps R] [--min-time S] [--dump PREFIX] [--knobs k=v,... | --db FILE | "
-                "--auto-config JSON|@FILE] [--packed-weights] [--profile] | --list | --info\n");
+                "--auto-config JSON|@FILE] [--packed-weights | --nhwc] [--profile] | --list | "
+                "--info\n");
             return 0;
         } else {
             benchref::fail(impl, "unknown argument '" + a + "'; try --help");
@@ -148,7 +155,7 @@ int run(int argc, char **argv) {
     }
     if (list) {
         for (const apps::Operator *op : apps::all_operators()) {
-            if (packed_weights && op->name != "conv2d") continue;
+            if ((packed_weights || nhwc) && op->name != "conv2d") continue;
             std::string names;
             for (const std::string &n : op->shape_names)
                 names += (names.empty() ? "" : "x") + n;
@@ -163,13 +170,18 @@ int run(int argc, char **argv) {
         benchref::fail(impl, "--knobs, --db and --auto-config each choose the schedule; give one");
     if (!db.empty()) impl = "kiln_tuned";
     if (!auto_config.empty()) impl = "kiln_auto";
-    if (packed_weights) {
+    if (packed_weights && nhwc)
+        benchref::fail(impl, "--nhwc runs on packed weights already; give one of the two");
+    if (packed_weights || nhwc) {
+        const std::string flag = nhwc ? "--nhwc" : "--packed-weights";
         if (workload != "conv2d")
-            benchref::fail(impl, "--packed-weights is for conv2d only (its weights are packed by "
-                                 "conv2d_pack), not '" +
+            benchref::fail(impl, flag +
+                                     " is for conv2d only (its weights are packed by "
+                                     "conv2d_pack), not '" +
                                      workload + "'");
-        workload = "conv2d_packed";
-        if (db.empty() && auto_config.empty()) impl = "kiln_packed";
+        workload = nhwc ? "conv2d_nhwc" : "conv2d_packed";
+        if (db.empty() && auto_config.empty()) impl = nhwc ? "kiln_nhwc" : "kiln_packed";
+        packed_weights = true;
     }
     const apps::Operator &op = apps::find_operator(workload);
     std::vector<int64_t> shape = operator_shape(op, shape_text);

@@ -6,6 +6,7 @@
 #include "lang/Error.h"
 #include "lang/IROperator.h"
 #include "lang/IRPrinter.h"
+#include "lang/Simplify.h"
 #include "lang/Var.h"
 
 namespace kiln {
@@ -139,6 +140,68 @@ Expr ImageParam::extent(int dim) const {
 Expr ImageParam::stride(int dim) const {
     check_dim(*this, dim);
     return Variable::make(Int(32), buffer_stride_name(name(), dim), contents);
+}
+
+Dimension ImageParam::dim(int dim) const {
+    check_dim(*this, dim);
+    return Dimension(contents, dim);
+}
+
+namespace {
+/// A promise's value as an int32 expression; CompileError naming the field otherwise.
+Expr promise(const ParameterContents &image, int dim, const char *what, const Expr &value) {
+    if (!value.defined() || !value.type().is_int_or_uint() || value.type().is_vector()) {
+        user_error("set_", what, ": the ", what, " of dimension ", dim, " of ImageParam '",
+                   image.name, "' must be a scalar integer, got ",
+                   value.defined() ? to_string(value) : "(undefined)", " of type ",
+                   value.defined() ? value.type().to_string() : "none");
+    }
+    return simplify(cast(Int(32), value));
+}
+} // namespace
+
+Expr Dimension::min() const {
+    return Variable::make(Int(32), buffer_min_name(image->name, d), image);
+}
+Expr Dimension::extent() const {
+    return Variable::make(Int(32), buffer_extent_name(image->name, d), image);
+}
+Expr Dimension::stride() const {
+    return Variable::make(Int(32), buffer_stride_name(image->name, d), image);
+}
+Expr Dimension::max() const {
+    return min() + extent() - 1;
+}
+
+Dimension Dimension::set_min(const Expr &min) {
+    image->min_constraint[d] = promise(*image, d, "min", min);
+    return *this;
+}
+
+Dimension Dimension::set_extent(const Expr &extent) {
+    Expr e = promise(*image, d, "extent", extent);
+    if (auto v = as_const_int(e); v && *v < 1) {
+        user_error("set_extent: the extent of dimension ", d, " of ImageParam '", image->name,
+                   "' must be at least 1, got ", *v);
+    }
+    image->extent_constraint[d] = e;
+    return *this;
+}
+
+Dimension Dimension::set_stride(const Expr &stride) {
+    Expr s = promise(*image, d, "stride", stride);
+    if (d == 0 && !is_const(s, 1)) {
+        user_error("set_stride: dimension 0 of ImageParam '", image->name,
+                   "' always has stride 1 in kiln (its elements are dense), so it cannot be ",
+                   to_string(s), "; make the dense dimension the first");
+    }
+    image->stride_constraint[d] = s;
+    return *this;
+}
+
+Dimension Dimension::set_bounds(const Expr &min, const Expr &extent) {
+    set_min(min);
+    return set_extent(extent);
 }
 
 } // namespace kiln

@@ -34,6 +34,11 @@ struct ParameterContents {
     /// ImageParam::in: the wrappers of this image by consumer name ("" for the wrapper read by
     /// every consumer), as FunctionContents::wrappers. Their calls to the image do not own it.
     std::map<std::string, std::shared_ptr<FunctionContents>> wrappers;
+    /// ImageParam::dim(d).set_min / set_extent / set_stride: what a caller promises about the
+    /// bound buffer, by dimension. The pipeline checks each at entry (a runtime error naming the
+    /// image, the dimension and both values) and uses the value in place of the buffer's field
+    /// everywhere else, so a stride known when compiling is a constant in every index.
+    std::map<int, Expr> min_constraint, extent_constraint, stride_constraint;
 };
 
 /// Names of the symbols that describe an image parameter's shape in algorithms and lowered code.
@@ -64,6 +69,37 @@ public:
     /// Restricts the values a caller may bind; checked when the pipeline runs.
     void set_range(T min, T max);
     operator Expr() const { return Variable::make(type(), name(), contents); }
+};
+
+class ImageParam;
+
+/// One dimension of an ImageParam, as Halide's `Dimension`: its symbolic min, extent and stride,
+/// and the promises a caller makes about them. `in.dim(1).set_stride(256)` lets the compiler use
+/// 256 wherever the row pitch appears (the broadcasts of a convolution's pixels are then
+/// constant offsets from one pointer, not a chain of adds of a run-time stride); a buffer that
+/// breaks a promise is refused when the pipeline runs, with a message naming the image, the
+/// dimension, the promised and the actual value. The values are int32 expressions of constants
+/// and Params (and of other dimensions' fields). CompileError for a value of another type or
+/// a stride other than 1 for dimension 0 (always dense in kiln).
+class Dimension {
+public:
+    Expr min() const;
+    Expr extent() const;
+    Expr stride() const;
+    /// min() + extent() - 1.
+    Expr max() const;
+    Dimension set_min(const Expr &min);
+    Dimension set_extent(const Expr &extent);
+    Dimension set_stride(const Expr &stride);
+    /// set_min(min) and set_extent(extent).
+    Dimension set_bounds(const Expr &min, const Expr &extent);
+
+private:
+    friend class ImageParam;
+    Dimension(std::shared_ptr<ParameterContents> image, int dim)
+        : image(std::move(image)), d(dim) {}
+    std::shared_ptr<ParameterContents> image;
+    int d;
 };
 
 /// A buffer input of a given element type and dimensionality.
@@ -114,6 +150,8 @@ public:
     Expr width() const { return extent(0); }
     Expr height() const { return extent(1); }
     Expr channels() const { return extent(2); }
+    /// Dimension `dim` (0 .. dimensions() - 1): its fields and the promises about them.
+    Dimension dim(int dim) const;
 };
 
 /// Makes the constant of a scalar Param from a C++ value.

@@ -130,6 +130,28 @@ Stmt add_buffer_checks(const Stmt &body, const PipelineEnv &env,
                                "buffer '" + a.name + "' dimension 0 must have stride 1, got %lld",
                                {as_wide(var(stride))}, error_bad_stride, Stmt()));
     }
+    // What the caller promised about an input (ImageParam::dim(d).set_min, set_extent,
+    // set_stride): storage flattening uses the promised values, these checks keep the fields.
+    for (const LoweredArgument &a : args) {
+        if (a.kind == LoweredArgument::Scalar || !a.param) continue;
+        const ParameterContents &p = *a.param;
+        for (const auto &[what, promises] :
+             {std::pair<const char *, const std::map<int, Expr> *>{"min", &p.min_constraint},
+              {"extent", &p.extent_constraint},
+              {"stride", &p.stride_constraint}}) {
+            for (const auto &[d, value] : *promises) {
+                std::string field = std::string(what) == "min"      ? buffer_min_name(a.name, d)
+                                    : std::string(what) == "extent" ? buffer_extent_name(a.name, d)
+                                                                    : buffer_stride_name(a.name, d);
+                checks.push_back(check(var(field) == value,
+                                       "buffer '" + a.name + "' dimension " + std::to_string(d) +
+                                           " must have " + what + " %lld (ImageParam::dim(" +
+                                           std::to_string(d) + ").set_" + what + "), got %lld",
+                                       {as_wide(value), as_wide(var(field))}, error_bad_dimensions,
+                                       Stmt()));
+            }
+        }
+    }
     // The Func each output buffer holds, to find its writes and reads; inputs are found by their
     // reads.
     std::map<std::string, std::string> func_of;

@@ -1,10 +1,12 @@
 #include "schedule/StorageFlattening.h"
 
 #include <algorithm>
+#include <map>
 
 #include "lang/Error.h"
 #include "lang/IRMutator.h"
 #include "lang/IROperator.h"
+#include "lang/IRVisitor.h"
 #include "lang/Param.h"
 #include "lang/Var.h"
 #include "schedule/BoundsInference.h"
@@ -113,10 +115,53 @@ private:
     bool changed_dummy = false;
 };
 
+// The promises callers make about input images (ImageParam::dim(d).set_min, set_extent,
+// set_stride), by the names of the fields they fix.
+class FindPromises : public IRVisitor {
+public:
+    std::map<std::string, Expr> values;
+
+protected:
+    using IRVisitor::visit;
+    void visit(const Call *op) override {
+        IRVisitor::visit(op);
+        if (op->call_type != Call::Image || !op->param) return;
+        const ParameterContents &p = *op->param;
+        for (const auto &[d, v] : p.min_constraint)
+            values[buffer_min_name(op->name, d)] = v;
+        for (const auto &[d, v] : p.extent_constraint)
+            values[buffer_extent_name(op->name, d)] = v;
+        for (const auto &[d, v] : p.stride_constraint)
+            values[buffer_stride_name(op->name, d)] = v;
+    }
+};
+
+// Uses the promised values in place of the fields, except in the entry checks (AssertStmts),
+// which test the promises against the buffer's fields.
+class KeepPromises : public IRMutator {
+public:
+    explicit KeepPromises(const std::map<std::string, Expr> &values) : values(values) {}
+
+protected:
+    using IRMutator::visit;
+    Stmt visit(const AssertStmt *op) override { return Stmt(op); }
+    Expr visit(const Variable *op) override {
+        auto it = values.find(op->name);
+        return it == values.end() ? Expr(op) : it->second;
+    }
+
+private:
+    const std::map<std::string, Expr> &values;
+};
+
 } // namespace
 
 Stmt storage_flattening(const Stmt &s, const PipelineEnv &env) {
-    return FlattenStorage(env).mutate(s);
+    Stmt flat = FlattenStorage(env).mutate(s);
+    FindPromises promises;
+    promises.include(s);
+    if (promises.values.empty()) return flat;
+    return KeepPromises(promises.values).mutate(flat);
 }
 
 } // namespace kiln

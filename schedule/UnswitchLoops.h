@@ -7,8 +7,8 @@
 // is a branch around a few of the vector instructions, which LLVM leaves there (its own unswitching
 // gives up on large bodies), splitting the FMA sequence into blocks. A loop is copied for at most
 // two conditions (four copies), a pipeline for at most 16 times; a condition on which one of the
-// two loops does nothing (it guards the whole body) costs no copy and is always decided outside. GPU loops are left alone:
-// their threads would diverge on a condition all of them share anyway.
+// two loops does nothing (it guards the whole body) costs no copy and is always decided outside.
+// GPU loops are left alone: their threads would diverge on a condition all of them share anyway.
 // Requires: flattened IR with loop invariants hoisted. Guarantees: the same values and memory
 // accesses, in the same order.
 #pragma once

@@ -483,6 +483,64 @@ TEST(CodegenAccess, Conv2dDecidesItsTapsInThePaddingOncePerTile) {
     }
 }
 
+/// The assembly's innermost loops that hold FMAs (a label, no other label before the branch back
+/// to it), in order, each as lines of text.
+std::vector<std::string> innermost_fma_loops(const std::string &assembly) {
+    std::istringstream in(assembly);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);)
+        lines.push_back(l);
+    auto is_label = [&](size_t i) {
+        return !lines[i].empty() && lines[i][0] == '.' && lines[i].back() == ':';
+    };
+    std::vector<std::string> loops;
+    for (size_t i = 0; i < lines.size(); i++) {
+        if (!is_label(i)) continue;
+        std::string label = lines[i].substr(0, lines[i].size() - 1), loop = lines[i] + "\n";
+        for (size_t j = i + 1; j < lines.size() && !is_label(j); j++) {
+            loop += lines[j] + "\n";
+            if (lines[j].find("\tj") != std::string::npos &&
+                lines[j].substr(lines[j].find_last_of("\t ") + 1) == label) {
+                if (loop.find("vfmadd231ps") != std::string::npos) loops.push_back(loop);
+                break;
+            }
+        }
+    }
+    return loops;
+}
+
+// conv2d_nhwc reads its input in place, a pixel's 64 channels side by side and the image's strides
+// promised (ImageParam::dim(d).set_stride), as are the packed weights'. In the kernel's loops over
+// the input channels, one per tap of a kernel row, each pixel's broadcast is a constant offset
+// from one pointer and both vectors of weights from another:
+//   vmovups (%r14), %zmm29; vmovups 36864(%r14), %zmm31; vbroadcastss 256(%rdx), %zmm30; ...
+// The middle tap's loop is 28 FMAs, 14 broadcasts and 2 weight loads, the others 26 and 13 (the
+// taps in the padding skipped); each has no more than 5 scalar instructions (the counter, the
+// two pointers, compare and branch) and nothing on the stack. With the row pitch known only at
+// run time, the 14 addresses were a chain of adds of it per step.
+TEST(CodegenAccess, Conv2dNhwcBroadcastsEachPixelAtAConstantOffset) {
+    const apps::Operator &op = apps::find_operator("conv2d_nhwc");
+    apps::OperatorInstance inst = op.make({64, 64, 14, 14});
+    op.hand_schedule(inst, avx512_target());
+    std::vector<std::string> loops = innermost_fma_loops(
+        compile_to_llvm_module(inst.pipeline().lower(), avx512_target()).assembly());
+    ASSERT_EQ(loops.size(), 3u);
+    const size_t fmas[] = {26, 28, 26};
+    for (size_t tap = 0; tap < 3; tap++) {
+        const std::string &loop = loops[tap];
+        EXPECT_EQ(occurrences(loop, "vfmadd231ps"), fmas[tap]) << loop;
+        EXPECT_EQ(occurrences(loop, "vbroadcastss"), fmas[tap] / 2) << loop;
+        EXPECT_EQ(occurrences(loop, "vmovups"), 2u) << loop;
+        EXPECT_EQ(occurrences(loop, "rsp"), 0u) << loop;
+        size_t scalar = 0;
+        std::istringstream lines(loop);
+        for (std::string l; std::getline(lines, l);)
+            scalar += l.size() > 1 && l[0] == '\t' && l[1] != 'v' && l[1] != '.';
+        EXPECT_LE(scalar, 5u) << loop;
+    }
+    EXPECT_LE(apps::max_relative_error(inst.realize(), op.reference(inst)), op.tolerance);
+}
+
 // conv2d with conv_at = y: conv holds a whole row of 56 pixels by 32 output channels, summed
 // tile by tile (14 pixels) inside it. The tile's 28 sums are 28 places in the row buffer whose
 // indices differ by constants (the simplifier binds each unrolled copy's `x = (xo * 14 + x.min)

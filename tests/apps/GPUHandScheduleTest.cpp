@@ -69,9 +69,9 @@ INSTANTIATE_TEST_SUITE_P(
     Apps, GPUHandSchedules,
     testing::Values(Case{"matmul_u8s8", {40, 48, 72}}, Case{"matmul_bf16", {40, 48, 72}},
                     Case{"conv2d", {4, 16, 8, 16}}, Case{"conv2d", {3, 5, 7, 11}},
-                    Case{"conv2d_packed", {20, 40, 5, 9}}, Case{"conv2d_pack", {20, 40}},
-                    Case{"blur", {66, 42}}, Case{"blur", {37, 23}}, Case{"blur_u16", {37, 23}},
-                    Case{"softmax", {8, 200}}, Case{"softmax", {7, 37}},
+                    Case{"conv2d_packed", {20, 40, 5, 9}}, Case{"conv2d_nhwc", {20, 40, 5, 9}},
+                    Case{"conv2d_pack", {20, 40}}, Case{"blur", {66, 42}}, Case{"blur", {37, 23}},
+                    Case{"blur_u16", {37, 23}}, Case{"softmax", {8, 200}}, Case{"softmax", {7, 37}},
                     Case{"layernorm", {8, 200}}, Case{"layernorm", {7, 37}}),
     case_name);
 

@@ -53,7 +53,8 @@ TEST_P(OperatorSchedules, DefaultScheduleMatchesTheReference) {
 // conv2d 20x64x6x14: input channels in blocks with a tail, two or more blocks of output channels
 // (tasks of blocks), 14-pixel rows (two tiles of 7). 1 and 2 rows: every row skips kernel rows
 // in the padding (RDom::where), one row both of them. conv2d_packed (its weights in the packed
-// layout) at the same shapes, and conv2d_pack that makes them.
+// layout) at the same shapes, conv2d_nhwc (input and output channels innermost) too, and
+// conv2d_pack that makes the packed weights.
 INSTANTIATE_TEST_SUITE_P(
     Apps, OperatorSchedules,
     testing::Values(Case{"matmul", {64, 96, 40}}, Case{"matmul", {37, 53, 29}},
@@ -66,6 +67,8 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"conv2d", {5, 16, 1, 9}}, Case{"conv2d", {3, 8, 2, 5}},
                     Case{"conv2d", {8, 8, 13, 12}}, Case{"conv2d_packed", {20, 64, 6, 14}},
                     Case{"conv2d_packed", {3, 19, 7, 11}}, Case{"conv2d_packed", {16, 16, 13, 12}},
+                    Case{"conv2d_nhwc", {20, 64, 6, 14}}, Case{"conv2d_nhwc", {3, 19, 7, 11}},
+                    Case{"conv2d_nhwc", {16, 16, 13, 12}}, Case{"conv2d_nhwc", {5, 16, 1, 9}},
                     Case{"conv2d_pack", {20, 64}}, Case{"conv2d_pack", {3, 19}},
                     Case{"blur", {64, 40}}, Case{"blur", {37, 23}}, Case{"blur_u16", {80, 40}},
                     Case{"blur_u16", {37, 23}}, Case{"softmax", {8, 200}}, Case{"softmax", {7, 37}},
@@ -104,6 +107,40 @@ TEST(Operators, Conv2dOnPackedWeightsComputesWhatConv2dComputes) {
     EXPECT_EQ(wp.dim(4).extent, 5);
     EXPECT_EQ(wp.dim(5).extent, 5);
     EXPECT_EQ(wp(1, 3, 2, 1, 4, 4), w(2, 1, 19, 33));
+}
+
+// conv2d_nhwc on the channels-innermost input computes what conv2d_packed computes on the same
+// values in planes, to the last bit (the same sums in the same order: a pixel's channels are one
+// block in both), at 2 threads and 1, with tasks of rows (56 x 56) and of channel blocks.
+TEST(Operators, Conv2dNhwcComputesWhatConv2dPackedComputes) {
+    const Operator &planes = find_operator("conv2d_packed");
+    const Operator &nhwc = find_operator("conv2d_nhwc");
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{32, 32, 9, 56}, {64, 96, 7, 7}}) {
+        const int CI = int(shape[0]), CO = int(shape[1]), H = int(shape[2]), W = int(shape[3]);
+        for (int threads : {1, 2}) {
+            OperatorInstance a = nhwc.make(shape), b = planes.make(shape);
+            b.input_data[1] = a.input_data[1]; // the same packed weights
+            const float *src = reinterpret_cast<const float *>(a.input_data[0].raw_data());
+            float *dst = reinterpret_cast<float *>(b.input_data[0].raw_data());
+            for (int y = 0; y < H; y++)
+                for (int x = 0; x < W; x++)
+                    for (int c = 0; c < CI; c++)
+                        dst[(size_t(c) * H + y) * W + x] = src[(size_t(y) * W + x) * CI + c];
+            Target t = Target::host();
+            t.threads = threads;
+            nhwc.hand_schedule(a, t);
+            planes.hand_schedule(b, t);
+            BufferBase got = a.realize(), want = b.realize();
+            const float *g = reinterpret_cast<const float *>(got.raw_data());
+            const float *w = reinterpret_cast<const float *>(want.raw_data());
+            int64_t wrong = 0;
+            for (int y = 0; y < H; y++)
+                for (int x = 0; x < W; x++)
+                    for (int c = 0; c < CO; c++)
+                        wrong += g[(size_t(y) * W + x) * CO + c] != w[(size_t(c) * H + y) * W + x];
+            EXPECT_EQ(wrong, 0) << shape_to_string(shape) << ", " << threads << " threads";
+        }
+    }
 }
 
 // conv2d's hand schedule shares the smaller of its operands between its tasks. At 64 -> 64
@@ -222,9 +259,10 @@ TEST(Operators, ListingsHideTestOnlyOperators) {
         names.push_back(op->name);
     for (const Operator *op : all_operators(true))
         all_names.push_back(op->name);
-    EXPECT_EQ(names, (std::vector<std::string>{"blur", "blur_u16", "conv2d", "conv2d_pack",
-                                               "conv2d_packed", "harris", "layernorm", "matmul",
-                                               "matmul_bf16", "matmul_u8s8", "softmax"}));
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"blur", "blur_u16", "conv2d", "conv2d_nhwc", "conv2d_pack",
+                                        "conv2d_packed", "harris", "layernorm", "matmul",
+                                        "matmul_bf16", "matmul_u8s8", "softmax"}));
     EXPECT_EQ(all_names.size(), names.size() + 3);
     EXPECT_TRUE(std::is_sorted(all_names.begin(), all_names.end()));
     for (const Operator *op : all_operators(true)) {
@@ -344,8 +382,8 @@ using kiln::test::error_of;
 
 TEST(OperatorErrors, UnknownOperatorListsTheKnownOnes) {
     EXPECT_EQ(error_of([] { find_operator("matmull"); }),
-              "unknown operator 'matmull'; known operators: blur, blur_u16, conv2d, conv2d_pack, "
-              "conv2d_packed, harris, "
+              "unknown operator 'matmull'; known operators: blur, blur_u16, conv2d, conv2d_nhwc, "
+              "conv2d_pack, conv2d_packed, harris, "
               "layernorm, matmul, matmul_bf16, matmul_u8s8, softmax");
 }
 
@@ -359,6 +397,18 @@ TEST(OperatorErrors, Conv2dPackedRefusesUnpackedWeights) {
     EXPECT_EQ(error_of([&] { inst.realize(); }),
               "cannot bind buffer 'w' with 4 dimensions to ImageParam 'wp', which has 6; bind a "
               "buffer with 6 dimensions");
+}
+
+// conv2d_nhwc given the planes of an NCHW input (the same rank, another shape) is a runtime error
+// from its input's promises, naming the dimension and both extents, not a read past the buffer.
+TEST(OperatorErrors, Conv2dNhwcRefusesAnInputInPlanes) {
+    const Operator &op = find_operator("conv2d_nhwc");
+    OperatorInstance inst = op.make({16, 32, 4, 6});
+    op.hand_schedule(inst, Target::host());
+    inst.input_data[0] = find_operator("conv2d").make({16, 32, 4, 6}).input_data[0];
+    EXPECT_EQ(error_of<RuntimeError>([&] { inst.realize(); }),
+              "pipeline 'conv2d_nhwc' failed (kiln_error_bad_dimensions): buffer 'in' dimension 0 "
+              "must have extent 16 (ImageParam::dim(0).set_extent), got 6");
 }
 
 TEST(OperatorErrors, RegisteringANameTwiceIsAnError) {

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "kiln.h"
+#include "lang/IRToolbox.h"
+#include "lang/IRVisitor.h"
 #include "runtime/kiln_runtime.h"
 #include "tests/lang/ErrorOf.h"
 
@@ -239,6 +241,87 @@ TEST(Pipeline, BuffersWithNonzeroMinsAreAddressedByCoordinates) {
     Buffer<int> want = reference_realize(f, {5, 4}, {-2, 2});
     expect_same_buffer(want, out);
     EXPECT_EQ(out(-2, 2), in(-3, 3) * 10 - 4);
+}
+
+// ImageParam::dim(d).set_min / set_extent / set_stride (Halide's Dimension): the promised values
+// replace the buffer's fields in the lowered code (an image's loads index with the constant row
+// pitch, no `.stride.1` or `.min.` symbol in them), only the entry checks read the fields, and a
+// buffer that keeps the promises gives what the reference evaluator gives.
+TEST(Pipeline, PromisedStridesAndMinsAreConstantsInTheLoweredCode) {
+    ImageParam in(Int(32), 2, "promised_in");
+    in.dim(0).set_bounds(0, 16);
+    in.dim(1).set_bounds(0, 6).set_stride(16);
+    Func f("promised_f");
+    Var x("x"), y("y");
+    f(x, y) = in(x, y) + in(15 - x, 5 - y) * 2;
+    struct Loads : IRVisitor {
+        int loads = 0, with_fields = 0, asserts_with_fields = 0;
+        using IRVisitor::visit;
+        void visit(const Load *op) override {
+            if (op->name == "promised_in") {
+                loads++;
+                with_fields += expr_uses_vars(
+                    op->index, {"promised_in.stride.1", "promised_in.min.0", "promised_in.min.1"});
+            }
+            IRVisitor::visit(op);
+        }
+        void visit(const AssertStmt *op) override {
+            asserts_with_fields += expr_uses_var(op->condition, "promised_in.stride.1");
+            IRVisitor::visit(op);
+        }
+    } v;
+    v.include(Pipeline(f).lower().body);
+    EXPECT_GT(v.loads, 0);
+    EXPECT_EQ(v.with_fields, 0);
+    EXPECT_EQ(v.asserts_with_fields, 1); // the promise's own check
+    in.set(ramp_buffer({16, 6}, "promised_a", 3));
+    expect_same_buffer<int>(reference_realize(f, {16, 6}), f.realize({16, 6}));
+}
+
+// A buffer that breaks a promise is a run-time error naming the image, the dimension, the
+// promised and the actual value, and nothing is written.
+TEST(PipelineErrors, ABufferBreakingAnImagesPromiseIsRefusedWithBothValues) {
+    ImageParam in(Int(32), 2, "promise_in");
+    in.dim(1).set_stride(12);
+    Func f("promise_f");
+    Var x("x"), y("y");
+    f(x, y) = in(x, y) + 1;
+    in.set(ramp_buffer({10, 3}, "promise_wide", 1)); // stride 10
+    Buffer<int> out({10, 3}, "promise_f");
+    out.fill(-5);
+    EXPECT_THAT(test::error_of<RuntimeError>([&] { Pipeline(f).realize({out}); }),
+                HasSubstr("buffer 'promise_in' dimension 1 must have stride 12 "
+                          "(ImageParam::dim(1).set_stride), got 10"));
+    EXPECT_EQ(out(4, 2), -5);
+    ImageParam at(Int(32), 1, "promise_at");
+    at.dim(0).set_min(0);
+    Func g("promise_g");
+    g(x) = at(x);
+    Buffer<int> shifted = ramp_buffer({8}, "promise_shifted");
+    shifted.set_min({-1});
+    at.set(shifted);
+    EXPECT_THAT(test::error_of<RuntimeError>([&] { g.realize({4}); }),
+                HasSubstr("buffer 'promise_at' dimension 0 must have min 0 "
+                          "(ImageParam::dim(0).set_min), got -1"));
+    at.dim(0).set_extent(4);
+    at.set(ramp_buffer({8}, "promise_long"));
+    EXPECT_THAT(test::error_of<RuntimeError>([&] { g.realize({4}); }),
+                HasSubstr("buffer 'promise_at' dimension 0 must have extent 4 "
+                          "(ImageParam::dim(0).set_extent), got 8"));
+}
+
+// Promises the compiler cannot hold are CompileErrors that say which and why.
+TEST(PipelineErrors, ImpossiblePromisesAreCompileErrors) {
+    ImageParam in(Float(32), 2, "bad_promise");
+    EXPECT_THAT(test::error_of<CompileError>([&] { in.dim(2); }),
+                HasSubstr("dimension 2 of ImageParam 'bad_promise' does not exist"));
+    EXPECT_THAT(test::error_of<CompileError>([&] { in.dim(0).set_stride(2); }),
+                HasSubstr("dimension 0 of ImageParam 'bad_promise' always has stride 1"));
+    EXPECT_THAT(test::error_of<CompileError>([&] { in.dim(1).set_stride(Expr(1.5f)); }),
+                HasSubstr("the stride of dimension 1 of ImageParam 'bad_promise' must be a "
+                          "scalar integer"));
+    EXPECT_THAT(test::error_of<CompileError>([&] { in.dim(1).set_extent(0); }),
+                HasSubstr("must be at least 1, got 0"));
 }
 
 TEST(Pipeline, TupleOutputsRealizeIntoOneBufferPerValue) {
