@@ -67,6 +67,16 @@ private:
     const std::set<std::string> &names;
 };
 
+class ReadsOrCalls : public IRVisitor {
+public:
+    bool result = false;
+
+protected:
+    using IRVisitor::visit;
+    void visit(const Load *) override { result = true; }
+    void visit(const Call *) override { result = true; }
+};
+
 class CollectNames : public IRVisitor {
 public:
     IRNames names;
@@ -167,6 +177,12 @@ std::set<std::string> IRNames::all() const {
     for (const auto &[name, count] : binders)
         r.insert(name);
     return r;
+}
+
+bool reads_memory_or_calls(const Expr &e) {
+    ReadsOrCalls v;
+    v.include(e);
+    return v.result;
 }
 
 IRNames collect_names(const Expr &e) {

@@ -58,6 +58,11 @@ struct IRNames {
 IRNames collect_names(const Expr &e);
 IRNames collect_names(const Stmt &s);
 
+/// Whether e reads memory (a Load) or calls anything (a Func, an extern or an intrinsic, whose
+/// value may differ between two evaluations): then it is not a pure function of its variables,
+/// and a pass may not move it, evaluate it once for many or reason about it as arithmetic.
+bool reads_memory_or_calls(const Expr &e);
+
 /// Binds `name` in `table` for the lifetime of this object and then restores what was there
 /// before: the outer binding, or no binding. A value of std::nullopt hides an outer binding for
 /// the lifetime (a loop variable hiding a let of the same name). Nested bindings must be

@@ -19,21 +19,8 @@ namespace kiln {
 namespace {
 
 // Whether e reads memory, binds names or calls anything: then it is not a plain affine guard.
-class IsOpaque : public IRVisitor {
-public:
-    bool result = false;
-
-protected:
-    using IRVisitor::visit;
-    void visit(const Load *) override { result = true; }
-    void visit(const Let *) override { result = true; }
-    void visit(const Call *) override { result = true; }
-};
-
 bool is_opaque(const Expr &e) {
-    IsOpaque v;
-    v.include(e);
-    return v.result;
+    return reads_memory_or_calls(e) || !collect_names(e).binders.empty();
 }
 
 bool is_likely(const Expr &e) {

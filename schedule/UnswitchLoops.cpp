@@ -1,7 +1,9 @@
 #include "schedule/UnswitchLoops.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "lang/IREquality.h"
 #include "lang/IRMutator.h"
@@ -17,32 +19,23 @@ namespace {
 // Copies of one loop for its conditions, and of all loops of a pipeline.
 constexpr int kMaxPerLoop = 2;
 constexpr int kMaxUnswitches = 16;
+// Conditions weighed per loop (each costs two copies of the body, simplified).
+constexpr size_t kMaxCandidates = 8;
 
 bool is_no_op(const Stmt &s) {
     const auto *e = s.as<Evaluate>();
     return !s.defined() || (e && is_const(e->value));
 }
 
-// Whether e reads memory or calls anything (an intrinsic's value may differ between calls).
-class ReadsOrCalls : public IRVisitor {
-public:
-    bool result = false;
-
-protected:
-    using IRVisitor::visit;
-    void visit(const Load *) override { result = true; }
-    void visit(const Call *) override { result = true; }
-};
-
-// The first condition in a loop's body that no name bound inside the loop changes, written
-// without the body's lets (an unrolled copy binds its own `x = xo * 14` next to the condition on
-// it; expanded, the condition is on xo alone).
+// The conditions in a loop's body that no name bound inside the loop changes, in the order they
+// appear, each once, written without the body's lets (an unrolled copy binds its own
+// `x = xo * 14` next to the condition on it; expanded, the condition is on xo alone).
 class FindInvariantCondition : public IRVisitor {
 public:
     explicit FindInvariantCondition(std::set<std::string> bound_inside)
         : bound_inside(std::move(bound_inside)) {}
 
-    Expr found;
+    std::vector<Expr> found;
 
 protected:
     using IRVisitor::visit;
@@ -53,13 +46,11 @@ protected:
         lets.pop();
     }
     void visit(const IfThenElse *op) override {
-        if (found.defined()) return;
+        if (found.size() >= kMaxCandidates) return;
         Expr c = lets.apply(op->condition);
-        ReadsOrCalls opaque;
-        opaque.include(c);
-        if (!opaque.result && c.type().is_scalar() && !expr_uses_vars(c, bound_inside)) {
-            found = c;
-            return;
+        if (!reads_memory_or_calls(c) && c.type().is_scalar() && !expr_uses_vars(c, bound_inside) &&
+            std::none_of(found.begin(), found.end(), [&](const Expr &f) { return equal(f, c); })) {
+            found.push_back(c);
         }
         IRVisitor::visit(op);
     }
@@ -116,16 +107,26 @@ private:
             bound_inside.insert(name);
         FindInvariantCondition find(bound_inside);
         find.include(op->body);
-        if (!find.found.defined()) return IRMutator::visit(op);
-        const Expr c = find.found;
-        Stmt when_true = simplify(For::make(op->name, op->min, op->extent, op->for_type,
-                                            Decide(c, true).mutate(op->body)));
-        Stmt when_false = simplify(For::make(op->name, op->min, op->extent, op->for_type,
-                                             Decide(c, false).mutate(op->body)));
-        const bool free = is_no_op(when_true) || is_no_op(when_false);
-        if (!free && (copies >= kMaxPerLoop || total >= kMaxUnswitches)) {
-            return IRMutator::visit(op);
+        // The first condition that costs no copy (one side does nothing), else the first one
+        // while this loop and the pipeline have copies left.
+        const bool copies_left = copies < kMaxPerLoop && total < kMaxUnswitches;
+        Expr c;
+        Stmt when_true, when_false;
+        bool free = false;
+        for (const Expr &candidate : find.found) {
+            Stmt t = simplify(For::make(op->name, op->min, op->extent, op->for_type,
+                                        Decide(candidate, true).mutate(op->body)));
+            Stmt f = simplify(For::make(op->name, op->min, op->extent, op->for_type,
+                                        Decide(candidate, false).mutate(op->body)));
+            const bool candidate_free = is_no_op(t) || is_no_op(f);
+            if (!candidate_free && (!copies_left || c.defined())) continue;
+            c = candidate;
+            when_true = t;
+            when_false = f;
+            free = candidate_free;
+            if (free) break;
         }
+        if (!c.defined()) return IRMutator::visit(op);
         if (!free) total++;
         const int next = free ? copies : copies + 1;
         auto again = [&](const Stmt &s) {

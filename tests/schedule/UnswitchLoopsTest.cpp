@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "lang/IREquality.h"
 #include "lang/IROperator.h"
 #include "lang/IRVisitor.h"
 #include "tests/schedule/StmtInterpreter.h"
@@ -141,6 +142,27 @@ TEST(UnswitchLoops, ALoopIsCopiedForAtMostTwoConditions) {
                 EXPECT_TRUE(test::same_effect(before, after, buffers(0, 16), params(pv, qv, rv)))
                     << pv << " " << qv << " " << rv;
             }
+}
+
+// q guards every store, p one: deciding q first (it costs no copy) leaves one test of p, where
+// deciding p first would test q in both of p's copies.
+TEST(UnswitchLoops, AConditionThatCostsNoCopyIsDecidedFirst) {
+    Stmt body = Block::make(IfThenElse::make(p > 0, IfThenElse::make(q > 0, store(x, x))),
+                            IfThenElse::make(q > 0, store(x * 2, x + w)));
+    Stmt before = loop("x", w, body);
+    Stmt after = unswitch_loops(before);
+    const auto *top = after.as<IfThenElse>();
+    ASSERT_NE(top, nullptr) << after;
+    EXPECT_TRUE(equal(top->condition, q > 0)) << after;
+    Census c = census(after, "x");
+    EXPECT_EQ(c.loops, 2);
+    EXPECT_EQ(c.conditions, 2) << after;
+    EXPECT_EQ(c.conditions_inside, 0);
+    for (int pv : {1, -1})
+        for (int qv : {1, -1}) {
+            EXPECT_TRUE(test::same_effect(before, after, buffers(0, 8), params(pv, qv)))
+                << pv << " " << qv;
+        }
 }
 
 TEST(UnswitchLoops, AnElseSideIsKeptInItsCopy) {
