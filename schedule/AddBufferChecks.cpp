@@ -135,20 +135,22 @@ Stmt add_buffer_checks(const Stmt &body, const PipelineEnv &env,
     for (const LoweredArgument &a : args) {
         if (a.kind == LoweredArgument::Scalar || !a.param) continue;
         const ParameterContents &p = *a.param;
-        for (const auto &[what, promises] :
-             {std::pair<const char *, const std::map<int, Expr> *>{"min", &p.min_constraint},
-              {"extent", &p.extent_constraint},
-              {"stride", &p.stride_constraint}}) {
-            for (const auto &[d, value] : *promises) {
-                std::string field = std::string(what) == "min"      ? buffer_min_name(a.name, d)
-                                    : std::string(what) == "extent" ? buffer_extent_name(a.name, d)
-                                                                    : buffer_stride_name(a.name, d);
-                checks.push_back(check(var(field) == value,
-                                       "buffer '" + a.name + "' dimension " + std::to_string(d) +
-                                           " must have " + what + " %lld (ImageParam::dim(" +
-                                           std::to_string(d) + ").set_" + what + "), got %lld",
-                                       {as_wide(value), as_wide(var(field))}, error_bad_dimensions,
-                                       Stmt()));
+        struct Promised {
+            const char *what;
+            const std::map<int, Expr> &values;
+            std::string (*field)(const std::string &, int);
+        };
+        for (const Promised &kind : {Promised{"min", p.min_constraint, buffer_min_name},
+                                     Promised{"extent", p.extent_constraint, buffer_extent_name},
+                                     Promised{"stride", p.stride_constraint, buffer_stride_name}}) {
+            for (const auto &[d, value] : kind.values) {
+                Expr field = var(kind.field(a.name, d));
+                std::string dim = std::to_string(d);
+                checks.push_back(check(
+                    field == value,
+                    "buffer '" + a.name + "' dimension " + dim + " must have " + kind.what +
+                        " %lld (ImageParam::dim(" + dim + ").set_" + kind.what + "), got %lld",
+                    {as_wide(value), as_wide(field)}, error_bad_dimensions, Stmt()));
             }
         }
     }
