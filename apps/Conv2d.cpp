@@ -26,6 +26,11 @@ namespace kiln::apps {
 
 namespace {
 
+// Where a pixel's channels are: in planes (conv2d, conv2d_packed: in(x, y, c), out(x, y, co)) or
+// side by side (conv2d_nhwc: in(c, x, y), out(co, x, y)). Each operator states it to both its
+// algorithm and its schedule.
+enum class Layout { NCHW, NHWC };
+
 // A block of channels: the largest power of two that divides the channel count, at most `cap`,
 // so that blocks tile the channels exactly. Output channels come in blocks of at most 16 (a
 // vector of floats); input channels in blocks of up to 256 (see make_conv2d).
@@ -55,7 +60,9 @@ std::vector<int> packed_weight_extents(int CI, int CO) {
 // pixel's channels side by side, so nothing is copied: the kernel reads it through clamped
 // coordinates (in bounds for the buffer; the taps they would move, those in the padding, are the
 // ones the RDom skips), and its tiles of sums are stored as they are, vectors of channels.
-OperatorInstance make_conv2d(const std::vector<int64_t> &shape, bool packed_weights, bool nhwc) {
+OperatorInstance make_conv2d(const std::vector<int64_t> &shape, bool packed_weights,
+                             Layout layout) {
+    const bool nhwc = layout == Layout::NHWC;
     const std::string name = nhwc ? "conv2d_nhwc" : packed_weights ? "conv2d_packed" : "conv2d";
     int CI = shape_extent(name, "C_in", shape[0]);
     int CO = shape_extent(name, "C_out", shape[1]);
@@ -205,7 +212,7 @@ int64_t pixel_tile(int64_t W, int64_t max_tile) {
 // The CPU schedule, as knobs whose defaults are the hand schedule, the template the tuner
 // searches: the tile of output channels and its vector width, the pixel tile, where conv is
 // computed, what is unrolled, and what runs in parallel.
-void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
+void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx, Layout layout) {
     const Target &target = ctx.target();
     if (target.has_gpu()) return schedule_conv2d_gpu(inst, ctx);
     const int64_t CI = inst.shape[0], CO = inst.shape[1], W = inst.shape[3];
@@ -226,7 +233,7 @@ void schedule_conv2d(OperatorInstance &inst, GeneratorContext &ctx) {
     // channels and an in-register transpose (CodeGenLLVM's transposed copies); or vectors of
     // channels, scattered to their planes.
     // conv2d_nhwc's output holds a pixel's channels side by side: vectors of channels are dense.
-    const bool nhwc = inst.output.args()[0] == "co";
+    const bool nhwc = layout == Layout::NHWC;
     const bool transpose_copy = ctx.knob("transpose_copy", nhwc ? std::vector<int64_t>{0}
                                                                 : std::vector<int64_t>{1, 0}) != 0;
     // The tasks. Each task reads all of one operand: with blocks of output channels, all of the
@@ -499,6 +506,14 @@ double conv2d_work(const std::vector<int64_t> &s) {
     return 2.0 * 9.0 * double(s[0]) * double(s[1]) * double(s[2]) * double(s[3]);
 }
 
+void schedule_conv2d_nchw(OperatorInstance &inst, GeneratorContext &ctx) {
+    schedule_conv2d(inst, ctx, Layout::NCHW);
+}
+
+void schedule_conv2d_nhwc(OperatorInstance &inst, GeneratorContext &ctx) {
+    schedule_conv2d(inst, ctx, Layout::NHWC);
+}
+
 } // namespace
 
 Operator conv2d_operator() {
@@ -507,7 +522,9 @@ Operator conv2d_operator() {
     op.description = "3x3 convolution, stride 1, zero padding 1, batch 1, NCHW float32";
     op.shape_names = {"C_in", "C_out", "H", "W"};
     op.default_shape = {64, 64, 56, 56};
-    op.make = [](const std::vector<int64_t> &shape) { return make_conv2d(shape, false, false); };
+    op.make = [](const std::vector<int64_t> &shape) {
+        return make_conv2d(shape, false, Layout::NCHW);
+    };
     op.reference = reference_conv2d;
     op.work = conv2d_work;
     op.work_unit = "GF/s";
@@ -515,7 +532,7 @@ Operator conv2d_operator() {
     // rounding error grows like eps * sqrt(9 C_in) * |partial sums|, ~1e-5 at C_in = 64 and
     // ~1e-4 at C_in = 512; 1e-3 keeps margin while a missed tap or channel is off by O(0.1).
     op.tolerance = 1e-3;
-    define_by_generator(op, schedule_conv2d);
+    define_by_generator(op, schedule_conv2d_nchw);
     return op;
 }
 
@@ -524,8 +541,10 @@ Operator conv2d_packed_operator() {
     op.name = "conv2d_packed";
     op.description =
         "conv2d on weights packed once by conv2d_pack (wp[C_out/OB][C_in/B][3][3][B][OB])";
-    op.make = [](const std::vector<int64_t> &shape) { return make_conv2d(shape, true, false); };
-    define_by_generator(op, schedule_conv2d);
+    op.make = [](const std::vector<int64_t> &shape) {
+        return make_conv2d(shape, true, Layout::NCHW);
+    };
+    define_by_generator(op, schedule_conv2d_nchw);
     return op;
 }
 
@@ -534,9 +553,11 @@ Operator conv2d_nhwc_operator() {
     op.name = "conv2d_nhwc";
     op.description = "conv2d on NHWC input and output (channels innermost) and weights packed by "
                      "conv2d_pack";
-    op.make = [](const std::vector<int64_t> &shape) { return make_conv2d(shape, true, true); };
+    op.make = [](const std::vector<int64_t> &shape) {
+        return make_conv2d(shape, true, Layout::NHWC);
+    };
     op.reference = reference_conv2d_nhwc;
-    define_by_generator(op, schedule_conv2d);
+    define_by_generator(op, schedule_conv2d_nhwc);
     return op;
 }
 
