@@ -278,6 +278,27 @@ TEST(Pipeline, PromisedStridesAndMinsAreConstantsInTheLoweredCode) {
     expect_same_buffer<int>(reference_realize(f, {16, 6}), f.realize({16, 6}));
 }
 
+// dim(d).min(), extent() and max() are the bound buffer's, read when the pipeline runs: a
+// reversal over whatever range the buffer covers.
+TEST(Pipeline, AnImagesDimensionMaxIsItsLastCoordinate) {
+    ImageParam in(Int(32), 1, "reversed_in");
+    Func f("reversed_f");
+    Var x("x");
+    f(x) = in(in.dim(0).max() - x) * 100 + in.dim(0).extent();
+    for (int min : {0, 2}) {
+        Buffer<int> b({10}, "reversed_data");
+        for (int i = 0; i < 10; i++)
+            b(i) = i * 3;
+        b.set_min({min});
+        in.set(b);
+        Buffer<int> out = f.realize({8});
+        for (int i = 0; i < 8; i++) {
+            // max = min + 9: f(i) reads the buffer's element (min + 9 - i) - min = 9 - i.
+            EXPECT_EQ(out(i), (9 - i) * 3 * 100 + 10) << "min " << min << ", x " << i;
+        }
+    }
+}
+
 // A buffer that breaks a promise is a run-time error naming the image, the dimension, the
 // promised and the actual value, and nothing is written.
 TEST(PipelineErrors, ABufferBreakingAnImagesPromiseIsRefusedWithBothValues) {
