@@ -411,6 +411,24 @@ TEST(OperatorErrors, Conv2dNhwcRefusesAnInputInPlanes) {
               "must have extent 16 (ImageParam::dim(0).set_extent), got 6");
 }
 
+// matmul's A is dense (its row pitch K is compiled in): a view of rows with a wider pitch (an
+// lda > K) is refused when the kernel runs, naming the pitch it needs, and nothing is written.
+TEST(OperatorErrors, MatmulRefusesAnAWithRowsWiderThanK) {
+    const Operator &op = find_operator("matmul");
+    OperatorInstance inst = op.make({8, 16, 12});
+    op.hand_schedule(inst, Target::host());
+    std::vector<float> wide(size_t(8) * 20, 1.f);
+    inst.input_data[0] = BufferBase(Float(32), wide.data(),
+                                    std::vector<BufferDim>{{0, 12, 1}, {0, 8, 20}}, "A_view");
+    inst.bind_inputs();
+    Buffer<float> out({16, 8}, "C");
+    out.fill(-3.f);
+    EXPECT_EQ(error_of<RuntimeError>([&] { inst.pipeline().realize({out}); }),
+              "pipeline 'C' failed (kiln_error_bad_dimensions): buffer 'A' dimension 1 must have "
+              "stride 12 (ImageParam::dim(1).set_stride), got 20");
+    EXPECT_EQ(out(5, 7), -3.f);
+}
+
 TEST(OperatorErrors, RegisteringANameTwiceIsAnError) {
     Operator op = find_operator("blur");
     EXPECT_EQ(error_of([&] { register_operator(op); }),
