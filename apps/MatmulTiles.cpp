@@ -102,9 +102,17 @@ void schedule_tile_matmul(const TileMatmul &kind, OperatorInstance &inst, Genera
     bool amx = target.has_matrix_unit(kind.a);
     if (ctx.knob("tensorize", amx ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0}) != 0) {
         int64_t tm = ctx.knob("tile_rows", dividing_tiles(M));
-        // A block of c is one tile wide: the 16 columns of one block of B (wider, j % 16 would
-        // not be linear in the block's columns).
-        int64_t tn = column_block;
+        // A block of c is one tile wide (16 columns: one block of B): a tile of B loaded serves
+        // two multiplies, a tile of A one. The tuner may take two tiles (2 x 2: each tile loaded
+        // serves two), the columns split by 16 in two loops so that B's blocks stay linear in
+        // them (j % 16 is the inner loop, j / 16 the outer's 2 jo + jt). On the Intel Xeon the
+        // wider block was no faster (interleaved, ms, 1 / 2 threads: bf16 2048^3 17.0-17.7 /
+        // 9.5-9.6 one tile wide, 18.1-18.6 / 9.6-9.9 two; u8s8 2048^3 7.1-7.2 / 3.4-4.2 against
+        // 7.4-8.6 / 3.5-3.6): not the hand choice.
+        int64_t tn =
+            ctx.knob("tile_cols", N % (2 * column_block) == 0
+                                      ? std::vector<int64_t>{column_block, 2 * column_block}
+                                      : std::vector<int64_t>{column_block});
         // Panels of B's columns outermost: all rows of blocks pass over one panel (K x panel
         // elements, 512 KB of int8 at K = 2048) while it stays in L2, instead of streaming all of
         // B per row of blocks. Where B fits in 1 MiB it stays in L2 anyway and the split only
@@ -138,7 +146,7 @@ void schedule_tile_matmul(const TileMatmul &kind, OperatorInstance &inst, Genera
         int64_t chunk = ctx.knob("k_chunk", chunks);
         // Constant extents: the tiles divide them, so the nest has no tail guards.
         C.bound(j, 0, int(N)).bound(i, 0, int(M));
-        Var jb("jb"), jp("jp");
+        Var jb("jb"), jp("jp"), jt("jt"), jc("jc");
         RVar kyo("k.yo"), kyi("k.yi");
         Stage s = C.update();
         if (panel < N) {
@@ -146,13 +154,19 @@ void schedule_tile_matmul(const TileMatmul &kind, OperatorInstance &inst, Genera
         } else {
             s.split(j, jo, ji, int(tn));
         }
+        std::vector<VarOrRVar> cols = {ji};
+        if (tn > column_block) {
+            s.split(ji, jt, jc, int(column_block));
+            cols = {jc, jt};
+        }
         s.split(i, io, ii, int(tm));
-        std::vector<VarOrRVar> order;
+        std::vector<VarOrRVar> order = {rx};
+        order.insert(order.end(), cols.begin(), cols.end());
         if (chunk < k_steps) {
             s.split(ky, kyo, kyi, int(chunk));
-            order = {rx, ji, kyi, ii, jo, kyo, io};
+            order.insert(order.end(), {kyi, ii, jo, kyo, io});
         } else {
-            order = {rx, ji, ry, ii, jo, io};
+            order.insert(order.end(), {ry, ii, jo, io});
         }
         if (panel < N) order.push_back(jb);
         s.reorder(order);

@@ -920,7 +920,7 @@ private:
     // register keeps one shape per function). LLVM's AMX passes write the tile configuration
     // (ldtilecfg).
     llvm::Value *tile_matmul(const Call *op) {
-        internal_assert(op->args.size() == 10, "codegen: tile_matmul takes 10 arguments");
+        internal_assert(op->args.size() == 11, "codegen: tile_matmul takes 11 arguments");
         const Load *c = tile_load_of(op->args[0]), *a = tile_load_of(op->args[2]),
                    *b = tile_load_of(op->args[4]);
         bool bf16 = a->type.is_bfloat();
@@ -952,6 +952,8 @@ private:
         int in_bytes = a->type.bytes();
         llvm::Value *sc = byte_stride(op->args[1], 4), *sa = byte_stride(op->args[3], in_bytes),
                     *sb = byte_stride(op->args[5], in_bytes);
+        // Where b's second tile of columns starts, in bytes (b_column_tile_stride).
+        llvm::Value *b_tile = byte_stride(op->args[10], in_bytes);
         auto i16 = [&](int v) { return builder.getInt16(uint16_t(v)); };
         auto at = [&](llvm::Value *base, llvm::Value *bytes) {
             return builder.CreateGEP(i8, base, bytes);
@@ -1030,9 +1032,8 @@ private:
                          at(pa, builder.CreateAdd(a_k, builder.CreateMul(sa, builder.getInt64(r)))),
                          sa));
             for (auto [j, nj] : col_tiles)
-                tb.push_back(load(k4s, 4 * nj,
-                                  at(pb, builder.CreateAdd(b_k, builder.getInt64(int64_t(j) * 4))),
-                                  sb));
+                tb.push_back(
+                    load(k4s, 4 * nj, at(pb, j == 0 ? b_k : builder.CreateAdd(b_k, b_tile)), sb));
             size_t n = 0;
             for (size_t t = 0; t < row_tiles.size(); t++) {
                 for (size_t u = 0; u < col_tiles.size(); u++, n++) {

@@ -186,12 +186,14 @@ inline constexpr const char *fma = "fma";       ///< fused multiply-add, one rou
 /// (schedule/InjectPrefetch.h); its argument is a call to a Func or image element, a Load after
 /// storage flattening, whose address is prefetched and which is never loaded.
 inline constexpr const char *prefetch = "prefetch";
-/// (c, c_row_stride, a, a_row_stride, b, b_k4_stride, rows, cols, k4, zero_first) -> int32 0, in
-/// Evaluate (schedule/Tensorize.h): c[rows x cols] += a[rows x 4 k4] . b[k4 x cols x 4] on the
-/// CPU's matrix unit (c = a . b where the bool zero_first holds), where c (int32 or float32),
-/// a and b (8-bit or bfloat16) are Loads of the tiles' first elements, whose addresses are taken
-/// and which are never loaded; strides count elements; b holds 4 bytes of consecutive k of a
-/// column together; rows, cols (at most 32: 2 x 2 tiles) and k4 are constants.
+/// (c, c_row_stride, a, a_row_stride, b, b_k4_stride, rows, cols, k4, zero_first,
+/// b_column_tile_stride) -> int32 0, in Evaluate (schedule/Tensorize.h): c[rows x cols] +=
+/// a[rows x 4 k4] . b[k4 x cols x 4] on the CPU's matrix unit (c = a . b where the bool
+/// zero_first holds), where c (int32 or float32), a and b (8-bit or bfloat16) are Loads of the
+/// tiles' first elements, whose addresses are taken and which are never loaded; strides count
+/// elements; b holds 4 bytes of consecutive k of a column together, and its second tile of 16
+/// columns starts b_column_tile_stride elements after its first (16 columns on where b is
+/// contiguous); rows, cols (at most 32: 2 x 2 tiles) and k4 are constants.
 inline constexpr const char *tile_matmul = "tile_matmul";
 // Device code (see schedule/LoweredFunc.h, DeviceKernel):
 inline constexpr const char *gpu_block_id = "gpu_block_id";   ///< (int32 dim) -> int32

@@ -23,6 +23,8 @@ namespace {
 // (the 8 tile registers hold 4 tiles of sums and 2 of each input).
 constexpr int64_t max_tile_rows = 32;
 constexpr int64_t max_tile_int32_columns = 32;
+// A tile row is 64 bytes: 16 int32 or float32 columns of c.
+constexpr int64_t tile_int32_columns = 16;
 // The k steps (of 4 bytes of k: 4 int8 or 2 bfloat16 values) one tile multiply takes: a tile
 // row of a is 64 bytes.
 constexpr int64_t k4_per_tile = 16;
@@ -264,7 +266,7 @@ private:
         const MatmulStore &m = o.m;
         const LinearIndex &c = o.c, &a = o.a, &b = o.b;
         const int64_t k_lanes = m.k_lanes();
-        std::optional<size_t> row, col, lane, k4;
+        std::optional<size_t> row, col, col_tile, lane, k4;
         auto take = [&](std::optional<size_t> &slot, size_t i, const char *what) {
             if (slot) {
                 user_error("tensorize: loops '", loops[*slot].name, "' and '", loops[i].name,
@@ -287,6 +289,9 @@ private:
                 take(lane, i, "k lanes");
             } else if (is_const_zero(cc) && is_const(ca, k_lanes) && !is_const_zero(cb)) {
                 take(k4, i, "k steps");
+            } else if (is_const(cc, tile_int32_columns) && is_const_zero(ca) &&
+                       !is_const_zero(cb) && loops[i].extent == 2) {
+                take(col_tile, i, "column tiles");
             } else {
                 user_error("tensorize: loop '", loops[i].name, "' inside '", root->name, "' moves ",
                            m.c->name, " by ", cc, ", ", m.a->name, " by ", ca, " and ", m.b->name,
@@ -294,8 +299,9 @@ private:
                            " elements; a tensorized loop is the tile's rows (b by 0), its "
                            "columns (",
                            m.c->name, " by 1, ", m.b->name, " by ", k_lanes, "), the ", k_lanes,
-                           " k lanes (a and b by 1) or the k steps (", m.a->name, " by ", k_lanes,
-                           ", ", m.c->name, " by 0)");
+                           " k lanes (a and b by 1), the k steps (", m.a->name, " by ", k_lanes,
+                           ", ", m.c->name, " by 0) or two tiles of 16 columns (", m.c->name,
+                           " by 16, ", m.a->name, " by 0, extent 2)");
             }
         }
         if (!lane || !k4) {
@@ -306,6 +312,18 @@ private:
                        "'");
         }
         int64_t rows = row ? loops[*row].extent : 1, cols = col ? loops[*col].extent : 1;
+        Expr b_tile = Expr(int(tile_int32_columns * k_lanes));
+        if (col_tile) {
+            if (cols != tile_int32_columns) {
+                user_error("tensorize: loop '", loops[*col_tile].name, "' inside '", root->name,
+                           "' steps over two tiles of 16 columns, but the columns loop ",
+                           col ? "'" + loops[*col].name + "' has extent " + std::to_string(cols)
+                               : std::string("is missing"),
+                           "; split the columns by 32 and then by 16, the 16 innermost");
+            }
+            cols *= 2;
+            b_tile = b.coefficients[*col_tile];
+        }
         if (rows > max_tile_rows || cols > max_tile_int32_columns) {
             const NestLoop &l = rows > max_tile_rows ? loops[*row] : loops[*col];
             user_error("tensorize: loop '", l.name, "' has extent ", l.extent,
@@ -343,7 +361,7 @@ private:
                        {Load::make(m.c->type, m.c->name, c.origin), c_row,
                         Load::make(m.a->type, m.a->name, a.origin), a_row,
                         Load::make(m.b->type, m.b->name, b.origin), b.coefficients[*k4],
-                        Expr(int(rows)), Expr(int(cols)), Expr(int(k4_tiled)), zero},
+                        Expr(int(rows)), Expr(int(cols)), Expr(int(k4_tiled)), zero, b_tile},
                        Call::Intrinsic));
         Stmt rest;
         if (k4_tiled < k4_extent) rest = remainder_loops(loops[*k4].name, k4_tiled);

@@ -12,9 +12,12 @@
 //   rows:    c any, a any, b 0  (at most 32: two tiles of 16 rows)
 //   lane:    c 0, a 1, b 1      (extent L: the L consecutive values of k a column of b holds)
 //   k4:      c 0, a L, b any    (any constant extent; 16 of them are one tile multiply)
+//   column tiles: c 16, a 0, b any constant (extent 2, around a columns loop of 16: the second
+//            tile of 16 columns anywhere in b, as in a layout of 16-column blocks)
 // that is, `c(j, i) += i32(a(r.x + 4 * r.y, i)) * i32(b(r.x, j, r.y))` with RDom r(0, 4, 0, K/4),
 // or b in 16-column blocks, `b(r.x, j % 16, r.y, j / 16)`: the indices are simplified with the
-// nest's loop ranges, so j % 16 of j = 16 jo + ji is ji.
+// nest's loop ranges, so j % 16 of j = 16 jo + ji is ji, and a block of 32 columns split into
+// two loops (j = 32 jo + 16 jt + ji) reads its two tiles of b from two blocks (jt: column tiles).
 // The sum may start at zero, `c = select(first, 0, c) + a * b` (a Func's zero initial value
 // folded into its update by ScheduleFunctions, or written so by the user), where first's terms
 // on the nest's own loops hold exactly at the first value of its k loops: the intrinsic then

@@ -329,6 +329,37 @@ TEST(Operators, TileMatmulsCopyAWhereItsRowsAlias) {
     }
 }
 
+// tile_cols = 32: blocks of 2 x 2 tiles, whose two tiles of B come from two of B's blocks of 16
+// columns: one tile_matmul of 32 x 32 per block (its b's second tile a block of B further), and
+// the product to the last bit where the machine has AMX, in k chunks or whole, u8s8 and bf16.
+TEST(Operators, TileMatmulsTakeBlocksTwoTilesWide) {
+    const Target spr = Target::parse("sapphirerapids");
+    for (const char *name : {"matmul_u8s8", "matmul_bf16"}) {
+        const Operator &op = find_operator(name);
+        OperatorInstance inst = op.make({64, 96, 2048});
+        schedule_from_generator(op.generator, op.generator_params, inst, spr,
+                                {{"tile_cols", "32"}});
+        std::string text = inst.pipeline().lowered_text();
+        EXPECT_NE(text.find(", 32, 32, "), std::string::npos) << name << "\n" << text;
+        EXPECT_NE(text.find("B.stride.3)"), std::string::npos) << name << "\n" << text;
+    }
+    Target host = Target::host();
+    if (!host.has_matrix_unit(UInt(8)) || !host.has_matrix_unit(BFloat(16))) {
+        GTEST_SKIP() << "this CPU has no AMX int8 and bf16 units (" << host.cpu
+                     << "): the blocks' results are not run";
+    }
+    for (const char *name : {"matmul_u8s8", "matmul_bf16"}) {
+        const Operator &op = find_operator(name);
+        for (int64_t K : {256, 2048}) {
+            OperatorInstance inst = op.make({64, 96, K});
+            schedule_from_generator(op.generator, op.generator_params, inst, host,
+                                    {{"tile_cols", "32"}});
+            EXPECT_LE(max_relative_error(inst.realize(), op.reference(inst)), op.tolerance)
+                << name << " K " << K;
+        }
+    }
+}
+
 // matmul_bf16 the same: without the matrix unit within its tolerance; K must be even (2 k a
 // lane pair).
 TEST(Operators, MatmulBF16WithoutTheMatrixUnitIsWithinTolerance) {

@@ -119,7 +119,7 @@ TEST(Tensorize, TheTileLoopsBecomeOneTileMatmul) {
     TileCalls t;
     t.include(p.lower().body);
     ASSERT_EQ(t.calls, 1);
-    ASSERT_EQ(t.args.size(), 10u);
+    ASSERT_EQ(t.args.size(), 11u);
     // The whole reduction inside the tile: every tile starts at zero (c's initial value).
     EXPECT_TRUE(is_const_true(t.args[9])) << t.args[9];
     EXPECT_TRUE(is_const(t.args[6], 16)) << t.args[6];
@@ -257,7 +257,7 @@ TEST(Tensorize, AZeroInitialValueStartsTheTilesAtZero) {
         ASSERT_NE(at, std::string::npos);
         std::string after = text.substr(at, text.find("== after", at + 1) - at);
         EXPECT_EQ(after.find("tz_c.s0."), std::string::npos) << after;
-        EXPECT_NE(after.find(", 16, 16, 64, true)"), std::string::npos) << after;
+        EXPECT_NE(after.find(", 16, 16, 64, true, 64)"), std::string::npos) << after;
         std::string s = Pipeline(mm.c).compile_jit(spr).assembly();
         EXPECT_NE(s.find("tilezero"), std::string::npos) << s;
         EXPECT_NE(s.find("tdpbusd"), std::string::npos);
@@ -268,7 +268,7 @@ TEST(Tensorize, AZeroInitialValueStartsTheTilesAtZero) {
         TileCalls t;
         t.include(Pipeline(mm.c).lower().body);
         ASSERT_EQ(t.calls, 1);
-        ASSERT_EQ(t.args.size(), 10u);
+        ASSERT_EQ(t.args.size(), 11u);
         const auto *eq = t.args[9].as<EQ>();
         ASSERT_TRUE(eq) << t.args[9];
         EXPECT_TRUE(eq->a.as<Variable>() && eq->a.as<Variable>()->name == "tz_c.s1.yo")
@@ -300,7 +300,7 @@ TEST(Tensorize, AnUpdateThatRestartsAtZeroStartsTheTilesThere) {
     Restart first([](const RDom &r, const Var &) { return r.x == 0 && r.y == 0; });
     TileCalls t;
     t.include(Pipeline(first.c).lower().body);
-    ASSERT_EQ(t.args.size(), 10u);
+    ASSERT_EQ(t.args.size(), 11u);
     EXPECT_TRUE(is_const_true(t.args[9])) << t.args[9];
 
     Restart per_step([](const RDom &r, const Var &) { return r.y == 0; });
@@ -339,7 +339,7 @@ TEST(Tensorize, InitialValuesThatDoNotFoldAreStored) {
         EXPECT_TRUE(pure_stage_loops(c));
         TileCalls t;
         t.include(Pipeline(c).lower().body);
-        ASSERT_EQ(t.args.size(), 10u);
+        ASSERT_EQ(t.args.size(), 11u);
         EXPECT_TRUE(is_const_false(t.args[9])) << t.args[9];
     }
     {
@@ -422,6 +422,89 @@ TEST(Tensorize, BFloat16MatchesTheReferenceOnAMX) {
     }
 }
 
+// b in blocks of 16 columns, b(t, jj, kl, jb) = B[4 kl + t][16 jb + jj] (matmul_u8s8's layout),
+// c in blocks of 32 x 32 whose columns are split in two loops, j = 32 jo + 16 jt + ji: jt moves b
+// by a block (b's stride 3, known when the pipeline runs).
+struct BlockedTileMatmul {
+    static constexpr int M = 64, N = 64, K = 256;
+    ImageParam a{UInt(8), 2, "tzb_a"}, b{Int(8), 4, "tzb_b"};
+    Func c{"tzb_c"};
+    Var j{"j"}, i{"i"}, jo{"jo"}, jt{"jt"}, ji{"ji"}, io{"io"}, ii{"ii"};
+    RDom r{{{0, 4}, {0, K / 4}}, "tzb_r"};
+
+    BlockedTileMatmul() {
+        c(j, i) = 0;
+        c(j, i) += cast<int32_t>(a(r.x + 4 * r.y, i)) * cast<int32_t>(b(r.x, j % 16, r.y, j / 16));
+        c.bound(j, 0, N).bound(i, 0, M);
+        c.update()
+            .split(j, jo, ji, 32)
+            .split(ji, jt, ji, 16)
+            .split(i, io, ii, 32)
+            .reorder({r.x, ji, jt, r.y, ii, jo, io})
+            .tensorize(ii);
+    }
+};
+
+// One tile_matmul per block of 2 x 2 tiles, its b's second tile a block further; in its k loop 4
+// multiplies on 2 tiles of a and 2 of b (each tile loaded serves two multiplies).
+TEST(Tensorize, TwoTilesOfColumnsComeFromTwoBlocksOfB) {
+    BlockedTileMatmul mm;
+    TileCalls t;
+    t.include(Pipeline(mm.c).lower().body);
+    ASSERT_EQ(t.calls, 1);
+    ASSERT_EQ(t.args.size(), 11u);
+    EXPECT_TRUE(is_const(t.args[6], 32)) << t.args[6];
+    EXPECT_TRUE(is_const(t.args[7], 32)) << t.args[7];
+    const Variable *block = t.args[10].as<Variable>();
+    ASSERT_NE(block, nullptr) << t.args[10];
+    EXPECT_EQ(block->name, "tzb_b.stride.3");
+    std::string s = Pipeline(mm.c).compile_jit(Target::parse("sapphirerapids")).assembly();
+    size_t multiply = s.find("tdpbusd");
+    ASSERT_NE(multiply, std::string::npos) << s;
+    size_t from = s.rfind("\n.LBB", multiply), to = s.find("\tj", multiply);
+    std::string loop = s.substr(from, to - from);
+    auto count = [&](const std::string &what) {
+        size_t n = 0;
+        for (size_t at = loop.find(what); at != std::string::npos; at = loop.find(what, at + 1))
+            n++;
+        return n;
+    };
+    EXPECT_EQ(count("tdpbusd"), 4u) << loop;
+    EXPECT_EQ(count("tileloadd"), 4u) << loop;
+}
+
+TEST(Tensorize, TwoTilesOfColumnsFromTwoBlocksMatchTheReferenceOnAMX) {
+    if (!host_has_amx()) {
+        GTEST_SKIP() << "this CPU has no AMX (Target::host() lacks amx-tile or amx-int8): "
+                     << Target::host().cpu
+                     << "; the code is checked by TwoTilesOfColumnsComeFromTwoBlocksOfB";
+    }
+    BlockedTileMatmul mm;
+    const int M = mm.M, N = mm.N, K = mm.K;
+    Buffer<uint8_t> ab({K, M}, "tzb_a");
+    Buffer<int8_t> bb({4, 16, K / 4, N / 16}, "tzb_b");
+    uint32_t seed = 21;
+    auto next = [&seed] {
+        seed = seed * 1664525u + 1013904223u;
+        return uint8_t(seed >> 24);
+    };
+    ab.for_each_offset([&](int64_t o) { ab.raw_data()[o] = next(); });
+    bb.for_each_offset([&](int64_t o) { bb.raw_data()[o] = next(); });
+    mm.a.set(ab);
+    mm.b.set(bb);
+    Buffer<int32_t> got({N, M}, "tzb_c");
+    Pipeline(mm.c).realize({got});
+    Func plain("tzb_plain");
+    plain(mm.j, mm.i) = 0;
+    plain(mm.j, mm.i) += cast<int32_t>(mm.a(mm.r.x + 4 * mm.r.y, mm.i)) *
+                         cast<int32_t>(mm.b(mm.r.x, mm.j % 16, mm.r.y, mm.j / 16));
+    Buffer<int32_t> want = reference_realize(plain, {N, M});
+    for (int y = 0; y < M; y++) {
+        for (int x = 0; x < N; x++)
+            ASSERT_EQ(got(x, y), want(x, y)) << "at " << x << ", " << y;
+    }
+}
+
 TEST(Tensorize, MisusesSayWhatToChange) {
     // On the pure definition.
     {
@@ -437,6 +520,24 @@ TEST(Tensorize, MisusesSayWhatToChange) {
         mm.schedule(64, 16);
         std::string e = error_of([&] { Pipeline(mm.c).lower(); });
         EXPECT_NE(e.find("has extent 64 but a tensorized nest covers at most 2 x 2 tiles"),
+                  std::string::npos)
+            << e;
+    }
+    // Two tiles of columns around a columns loop narrower than a tile.
+    {
+        TileMatmul<uint8_t, int8_t> mm(32, 64, 64);
+        Var jx("jx"), jy("jy"), jt("jt"), jz("jz");
+        mm.c.bound(mm.j, 0, 64).bound(mm.i, 0, 32);
+        mm.c.update()
+            .split(mm.j, mm.jo, jx, 32)
+            .split(jx, jt, jy, 16)
+            .split(jy, jz, mm.ji, 8)
+            .split(mm.i, mm.io, mm.ii, 16)
+            .reorder({mm.r.x, mm.ji, jt, mm.r.y, mm.ii, jz, mm.jo, mm.io})
+            .tensorize(mm.ii);
+        std::string e = error_of([&] { Pipeline(mm.c).lower(); });
+        EXPECT_NE(e.find("steps over two tiles of 16 columns, but the columns loop 'tz_c.s1.ji' "
+                         "has extent 8; split the columns by 32 and then by 16, the 16 innermost"),
                   std::string::npos)
             << e;
     }
