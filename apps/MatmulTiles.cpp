@@ -109,10 +109,9 @@ void schedule_tile_matmul(const TileMatmul &kind, OperatorInstance &inst, Genera
         // wider block was no faster (interleaved, ms, 1 / 2 threads: bf16 2048^3 17.0-17.7 /
         // 9.5-9.6 one tile wide, 18.1-18.6 / 9.6-9.9 two; u8s8 2048^3 7.1-7.2 / 3.4-4.2 against
         // 7.4-8.6 / 3.5-3.6): not the hand choice.
-        int64_t tn =
-            ctx.knob("tile_cols", N % (2 * column_block) == 0
-                                      ? std::vector<int64_t>{column_block, 2 * column_block}
-                                      : std::vector<int64_t>{column_block});
+        const int64_t one = column_block, two = 2 * one;
+        int64_t tn = ctx.knob("tile_cols", N % two == 0 ? std::vector<int64_t>{one, two}
+                                                        : std::vector<int64_t>{one});
         // Panels of B's columns outermost: all rows of blocks pass over one panel (K x panel
         // elements, 512 KB of int8 at K = 2048) while it stays in L2, instead of streaming all of
         // B per row of blocks. Where B fits in 1 MiB it stays in L2 anyway and the split only
