@@ -192,7 +192,7 @@ inline constexpr const char *prefetch = "prefetch";
 /// zero_first holds), where c (int32 or float32), a and b (8-bit or bfloat16) are Loads of the
 /// tiles' first elements, whose addresses are taken and which are never loaded; strides count
 /// elements; b holds 4 bytes of consecutive k of a column together, and its second tile of 16
-/// columns starts b_column_tile_stride elements after its first (16 columns on where b is
+/// columns starts b_column_tile_stride elements after its first (16 columns further where b is
 /// contiguous); rows, cols (at most 32: 2 x 2 tiles) and k4 are constants.
 inline constexpr const char *tile_matmul = "tile_matmul";
 // Device code (see schedule/LoweredFunc.h, DeviceKernel):
