@@ -329,6 +329,25 @@ TEST(Operators, TileMatmulsCopyAWhereItsRowsAlias) {
     }
 }
 
+// k's chunks: 128 steps where B comes in panels of 256 columns (bf16 at K = 2048: a block's rows
+// of A over a chunk 512 bytes each), 256 where the panels are 512 columns wide (u8s8 at K = 2048:
+// 1 KB of each row).
+TEST(Operators, TileMatmulsTakeShorterChunksOfKWhereThePanelsAreNarrow) {
+    const Target spr = Target::parse("sapphirerapids");
+    auto lowered = [&](const char *name, const std::vector<int64_t> &shape) {
+        const Operator &op = find_operator(name);
+        OperatorInstance inst = op.make(shape);
+        schedule_from_generator(op.generator, op.generator_params, inst, spr, {});
+        return inst.pipeline().lowered_text();
+    };
+    std::string bf16 = lowered("matmul_bf16", {64, 1024, 2048});
+    EXPECT_NE(bf16.find("allocate A_in_C[bfloat16 * 256 * 32]"), std::string::npos) << bf16;
+    EXPECT_NE(bf16.find("C.s1.jp.loop_extent = 256"), std::string::npos) << bf16;
+    std::string u8s8 = lowered("matmul_u8s8", {64, 1024, 2048});
+    EXPECT_NE(u8s8.find("allocate A_in_C[uint8 * 1024 * 32]"), std::string::npos) << u8s8;
+    EXPECT_NE(u8s8.find("C.s1.jp.loop_extent = 512"), std::string::npos) << u8s8;
+}
+
 // tile_cols = 32: blocks of 2 x 2 tiles, whose two tiles of B come from two of B's blocks of 16
 // columns: one tile_matmul of 32 x 32 per block (its b's second tile a block of B further), and
 // the product to the last bit where the machine has AMX, in k chunks or whole, u8s8 and bf16.
