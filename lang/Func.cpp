@@ -549,4 +549,37 @@ std::ostream &operator<<(std::ostream &s, const Func &f) {
     return s << f.to_string();
 }
 
+std::vector<OutputImageParam> Func::output_buffers() const {
+    if (!defined()) {
+        user_error("output_buffer: Func '", name(),
+                   "' has no definition yet; define it (f(x, y) = ...) before promising the shape "
+                   "of its output buffer");
+    }
+    FunctionContents &f = *contents;
+    f.output_buffers.resize(f.output_types.size());
+    std::vector<OutputImageParam> result;
+    for (size_t i = 0; i < f.output_types.size(); i++) {
+        std::shared_ptr<ParameterContents> &b = f.output_buffers[i];
+        if (!b) {
+            b = std::make_shared<ParameterContents>();
+            b->name = buffer_name(f, int(i));
+            b->type = f.output_types[i];
+            b->is_buffer = true;
+            b->is_output = true;
+            b->dimensions = f.dimensions();
+        }
+        result.emplace_back(b);
+    }
+    return result;
+}
+
+OutputImageParam Func::output_buffer() const {
+    std::vector<OutputImageParam> buffers = output_buffers();
+    if (buffers.size() != 1) {
+        user_error("output_buffer: Func '", name(), "' has ", buffers.size(),
+                   " values, each in a buffer of its own; use output_buffers()[i] for value i");
+    }
+    return buffers[0];
+}
+
 } // namespace kiln

@@ -13,6 +13,7 @@
 #include "lang/Directive.h"
 #include "lang/Function.h"
 #include "lang/IR.h"
+#include "lang/Param.h"
 #include "lang/Var.h"
 
 namespace kiln {
@@ -335,6 +336,16 @@ public:
     Func &set_estimates(const std::vector<std::pair<int64_t, int64_t>> &region);
     /// The estimate of each dimension, dimension 0 first; nullopt where none was given.
     std::vector<std::optional<std::pair<int64_t, int64_t>>> estimates() const;
+
+    /// The buffer this output is written into (Halide's output_buffer), to promise its shape:
+    /// `C.output_buffer().dim(1).set_stride(N)`, `dim(0).set_bounds(0, N)`. The promises are
+    /// checked when the pipeline runs (a buffer that breaks one is refused, nothing written)
+    /// and their values used in every index. They matter only where the Func is an output.
+    /// CompileError for a Func not yet defined or one with several values (output_buffers).
+    OutputImageParam output_buffer() const;
+    /// One buffer per value, value 0 first (a Tuple's outputs). CompileError for a Func not yet
+    /// defined.
+    std::vector<OutputImageParam> output_buffers() const;
 
     /// The scheduling calls made on this Func so far.
     const std::vector<Directive> &directives() const { return contents->directives; }

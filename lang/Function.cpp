@@ -11,6 +11,10 @@
 
 namespace kiln {
 
+std::string buffer_name(const FunctionContents &f, int index) {
+    return f.output_types.size() == 1 ? f.name : f.name + "." + std::to_string(index);
+}
+
 namespace {
 class CollectCalls : public IRVisitor {
 public:

@@ -51,12 +51,20 @@ struct FunctionContents {
     /// Func::set_estimate: the region a tuner computes this output over, by pure variable name
     /// (min, extent). Not a schedule and not part of the algorithm's hash.
     std::map<std::string, std::pair<int64_t, int64_t>> estimates;
+    /// Func::output_buffers: the buffers an output is written into, one per value, made when
+    /// first asked for; what a caller promises about them (Dimension::set_stride and the
+    /// others). Not part of the algorithm's hash, as an ImageParam's promises are not.
+    std::vector<std::shared_ptr<ParameterContents>> output_buffers;
 
     bool has_pure_definition() const { return !init.values.empty(); }
     int dimensions() const { return int(args.size()); }
 };
 
 using FunctionPtr = std::shared_ptr<FunctionContents>;
+
+/// The name of the buffer holding value `index` of f: f's name, or `name.index` where f has
+/// several values (a Tuple).
+std::string buffer_name(const FunctionContents &f, int index);
 
 /// Every Func reachable from the outputs through calls, including the outputs, by name.
 /// Raises CompileError naming the cycle for a recursive definition.

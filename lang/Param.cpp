@@ -147,12 +147,31 @@ Dimension ImageParam::dim(int dim) const {
     return Dimension(contents, dim);
 }
 
+OutputImageParam::OutputImageParam(std::shared_ptr<ParameterContents> buffer) {
+    internal_assert(buffer && buffer->is_buffer && buffer->is_output,
+                    "OutputImageParam made from the contents of an input");
+    contents = std::move(buffer);
+}
+
+Dimension OutputImageParam::dim(int dim) const {
+    if (dim < 0 || dim >= dimensions()) {
+        user_error("dimension ", dim, " of the output buffer '", name(),
+                   "' does not exist; it has ", count(dimensions(), "dimension"));
+    }
+    return Dimension(contents, dim);
+}
+
 namespace {
+/// What a buffer is, in messages: "ImageParam 'in'" or "output buffer 'C'".
+std::string describe(const ParameterContents &image) {
+    return (image.is_output ? "output buffer '" : "ImageParam '") + image.name + "'";
+}
+
 /// A promise's value as an int32 expression; CompileError naming the field otherwise.
 Expr promise(const ParameterContents &image, int dim, const char *what, const Expr &value) {
     if (!value.defined() || !value.type().is_int_or_uint() || value.type().is_vector()) {
-        user_error("set_", what, ": the ", what, " of dimension ", dim, " of ImageParam '",
-                   image.name, "' must be a scalar integer, got ",
+        user_error("set_", what, ": the ", what, " of dimension ", dim, " of ", describe(image),
+                   " must be a scalar integer, got ",
                    value.defined() ? to_string(value) : "(undefined)", " of type ",
                    value.defined() ? value.type().to_string() : "none");
     }
@@ -160,14 +179,19 @@ Expr promise(const ParameterContents &image, int dim, const char *what, const Ex
 }
 } // namespace
 
+// An output's fields are symbols of the pipeline's output argument, not of an input image to
+// collect: their Variables carry no parameter.
 Expr Dimension::min() const {
-    return Variable::make(Int(32), buffer_min_name(image->name, d), image);
+    return Variable::make(Int(32), buffer_min_name(image->name, d),
+                          image->is_output ? nullptr : image);
 }
 Expr Dimension::extent() const {
-    return Variable::make(Int(32), buffer_extent_name(image->name, d), image);
+    return Variable::make(Int(32), buffer_extent_name(image->name, d),
+                          image->is_output ? nullptr : image);
 }
 Expr Dimension::stride() const {
-    return Variable::make(Int(32), buffer_stride_name(image->name, d), image);
+    return Variable::make(Int(32), buffer_stride_name(image->name, d),
+                          image->is_output ? nullptr : image);
 }
 Expr Dimension::max() const {
     return min() + extent() - 1;
@@ -181,8 +205,8 @@ Dimension Dimension::set_min(const Expr &min) {
 Dimension Dimension::set_extent(const Expr &extent) {
     Expr e = promise(*image, d, "extent", extent);
     if (auto v = as_const_int(e); v && *v < 1) {
-        user_error("set_extent: the extent of dimension ", d, " of ImageParam '", image->name,
-                   "' must be at least 1, got ", *v);
+        user_error("set_extent: the extent of dimension ", d, " of ", describe(*image),
+                   " must be at least 1, got ", *v);
     }
     image->extent_constraint[d] = e;
     return *this;
@@ -191,8 +215,8 @@ Dimension Dimension::set_extent(const Expr &extent) {
 Dimension Dimension::set_stride(const Expr &stride) {
     Expr s = promise(*image, d, "stride", stride);
     if (d == 0 && !is_const(s, 1)) {
-        user_error("set_stride: dimension 0 of ImageParam '", image->name,
-                   "' always has stride 1 in kiln (its elements are dense), so it cannot be ",
+        user_error("set_stride: dimension 0 of ", describe(*image),
+                   " always has stride 1 in kiln (its elements are dense), so it cannot be ",
                    to_string(s), "; make the dense dimension the first");
     }
     image->stride_constraint[d] = s;

@@ -39,6 +39,9 @@ struct ParameterContents {
     /// image, the dimension and both values) and uses the value in place of the buffer's field
     /// everywhere else, so a stride known when compiling is a constant in every index.
     std::map<int, Expr> min_constraint, extent_constraint, stride_constraint;
+    /// An output's buffer (Func::output_buffer), not an input: its fields are the output's own
+    /// symbols, and messages call it an output buffer.
+    bool is_output = false;
 };
 
 /// Names of the symbols that describe an image parameter's shape in algorithms and lowered code.
@@ -72,8 +75,10 @@ public:
 };
 
 class ImageParam;
+class OutputImageParam;
 
-/// One dimension of an ImageParam, as Halide's `Dimension`: its symbolic min, extent and stride,
+/// One dimension of an ImageParam or of an output's buffer (Func::output_buffer), as Halide's
+/// `Dimension`: its symbolic min, extent and stride,
 /// and the promises a caller makes about them. `in.dim(1).set_stride(256)` lets the compiler use
 /// 256 wherever the row pitch appears (the broadcasts of a convolution's pixels are then
 /// constant offsets from one pointer, not a chain of adds of a run-time stride); a buffer that
@@ -96,6 +101,7 @@ public:
 
 private:
     friend class ImageParam;
+    friend class OutputImageParam;
     Dimension(std::shared_ptr<ParameterContents> image, int dim)
         : image(std::move(image)), d(dim) {}
     std::shared_ptr<ParameterContents> image;
@@ -151,6 +157,21 @@ public:
     Expr height() const { return extent(1); }
     Expr channels() const { return extent(2); }
     /// Dimension `dim` (0 .. dimensions() - 1): its fields and the promises about them.
+    Dimension dim(int dim) const;
+};
+
+/// The buffer an output Func is written into (Func::output_buffer, Halide's OutputImageParam):
+/// its dimensions, with the same promises an ImageParam takes. `C.output_buffer().dim(1)
+/// .set_stride(N)` makes C's row pitch the constant N in every store (no register holding the
+/// pitch read at run time); a caller's buffer that breaks the promise is refused when the
+/// pipeline runs, with nothing written, naming the buffer, the dimension and both values.
+class OutputImageParam : public Parameter {
+public:
+    OutputImageParam() = default;
+    explicit OutputImageParam(std::shared_ptr<ParameterContents> buffer);
+    bool defined() const { return contents != nullptr; }
+    int dimensions() const { return contents->dimensions; }
+    /// Dimension `dim`; CompileError naming the buffer where it has no such dimension.
     Dimension dim(int dim) const;
 };
 

@@ -79,6 +79,20 @@ Expr as_wide(const Expr &e) {
     return cast(e.type().is_float() ? Float(64) : Int(64), e);
 }
 
+// What a caller promised about a buffer argument: an input's ImageParam, an output's
+// Func::output_buffer; null where nothing can have been promised.
+const ParameterContents *promises_of(const LoweredArgument &a, const PipelineEnv &env) {
+    if (!a.is_output) return a.param.get();
+    for (const std::string &o : env.outputs) {
+        const FunctionContents &f = *env.funcs.at(o);
+        for (size_t i = 0; i < f.output_buffers.size(); i++) {
+            if (f.output_buffers[i] && buffer_name(f, int(i)) == a.name)
+                return f.output_buffers[i].get();
+        }
+    }
+    return nullptr;
+}
+
 } // namespace
 
 std::vector<LoweredArgument> collect_arguments(const Stmt &s, const PipelineEnv &env) {
@@ -130,11 +144,14 @@ Stmt add_buffer_checks(const Stmt &body, const PipelineEnv &env,
                                "buffer '" + a.name + "' dimension 0 must have stride 1, got %lld",
                                {as_wide(var(stride))}, error_bad_stride, Stmt()));
     }
-    // What the caller promised about an input (ImageParam::dim(d).set_min, set_extent,
-    // set_stride): storage flattening uses the promised values, these checks keep the fields.
+    // What the caller promised about an input or an output (ImageParam::dim(d).set_min,
+    // set_extent, set_stride; Func::output_buffer().dim(d) the same): storage flattening uses
+    // the promised values, these checks keep the fields.
     for (const LoweredArgument &a : args) {
-        if (a.kind == LoweredArgument::Scalar || !a.param) continue;
-        const ParameterContents &p = *a.param;
+        const ParameterContents *promised = promises_of(a, env);
+        if (a.kind == LoweredArgument::Scalar || !promised) continue;
+        const ParameterContents &p = *promised;
+        const std::string api = p.is_output ? "Func::output_buffer()." : "ImageParam::";
         struct Promised {
             const char *what;
             const std::map<int, Expr> &values;
@@ -146,11 +163,11 @@ Stmt add_buffer_checks(const Stmt &body, const PipelineEnv &env,
             for (const auto &[d, value] : kind.values) {
                 Expr field = var(kind.field(a.name, d));
                 std::string dim = std::to_string(d);
-                checks.push_back(check(
-                    field == value,
-                    "buffer '" + a.name + "' dimension " + dim + " must have " + kind.what +
-                        " %lld (ImageParam::dim(" + dim + ").set_" + kind.what + "), got %lld",
-                    {as_wide(value), as_wide(field)}, error_bad_dimensions, Stmt()));
+                checks.push_back(
+                    check(field == value,
+                          "buffer '" + a.name + "' dimension " + dim + " must have " + kind.what +
+                              " %lld (" + api + "dim(" + dim + ").set_" + kind.what + "), got %lld",
+                          {as_wide(value), as_wide(field)}, error_bad_dimensions, Stmt()));
             }
         }
     }

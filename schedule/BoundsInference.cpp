@@ -12,10 +12,6 @@
 
 namespace kiln {
 
-std::string buffer_name(const FunctionContents &f, int index) {
-    return f.output_types.size() == 1 ? f.name : f.name + "." + std::to_string(index);
-}
-
 namespace {
 
 Expr var(const std::string &name) {

@@ -6,13 +6,11 @@
 // Requires: schedule_functions output. Guarantees: every region symbol and Realize bound defined.
 #pragma once
 
+#include "lang/Function.h"
 #include "lang/IR.h"
 #include "schedule/ScheduleFunctions.h"
 
 namespace kiln {
-
-/// The buffer that holds value `index` of an output or realized Func.
-std::string buffer_name(const FunctionContents &f, int index);
 
 Stmt bounds_inference(const Stmt &s, const PipelineEnv &env);
 

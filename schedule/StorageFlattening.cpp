@@ -116,23 +116,26 @@ private:
 };
 
 // The promises callers make about input images (ImageParam::dim(d).set_min, set_extent,
-// set_stride), by the names of the fields they fix.
+// set_stride) and output buffers (Func::output_buffer().dim(d)), by the names of the fields they
+// fix.
 class FindPromises : public IRVisitor {
 public:
     std::map<std::string, Expr> values;
+
+    void add(const std::string &buffer, const ParameterContents &p) {
+        for (const auto &[d, v] : p.min_constraint)
+            values[buffer_min_name(buffer, d)] = v;
+        for (const auto &[d, v] : p.extent_constraint)
+            values[buffer_extent_name(buffer, d)] = v;
+        for (const auto &[d, v] : p.stride_constraint)
+            values[buffer_stride_name(buffer, d)] = v;
+    }
 
 protected:
     using IRVisitor::visit;
     void visit(const Call *op) override {
         IRVisitor::visit(op);
-        if (op->call_type != Call::Image || !op->param) return;
-        const ParameterContents &p = *op->param;
-        for (const auto &[d, v] : p.min_constraint)
-            values[buffer_min_name(op->name, d)] = v;
-        for (const auto &[d, v] : p.extent_constraint)
-            values[buffer_extent_name(op->name, d)] = v;
-        for (const auto &[d, v] : p.stride_constraint)
-            values[buffer_stride_name(op->name, d)] = v;
+        if (op->call_type == Call::Image && op->param) add(op->name, *op->param);
     }
 };
 
@@ -160,6 +163,12 @@ Stmt storage_flattening(const Stmt &s, const PipelineEnv &env) {
     Stmt flat = FlattenStorage(env).mutate(s);
     FindPromises promises;
     promises.include(s);
+    for (const std::string &o : env.outputs) {
+        const FunctionContents &f = *env.funcs.at(o);
+        for (size_t i = 0; i < f.output_buffers.size(); i++) {
+            if (f.output_buffers[i]) promises.add(buffer_name(f, int(i)), *f.output_buffers[i]);
+        }
+    }
     if (promises.values.empty()) return flat;
     return KeepPromises(promises.values).mutate(flat);
 }

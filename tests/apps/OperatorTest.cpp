@@ -11,6 +11,7 @@
 #include "codegen/AOT.h"
 #include "lang/Error.h"
 #include "lang/IROperator.h"
+#include "lang/IRToolbox.h"
 #include "lang/IRVisitor.h"
 #include "tests/lang/ErrorOf.h"
 
@@ -477,6 +478,36 @@ TEST(OperatorErrors, MatmulRefusesAnAWithRowsWiderThanK) {
               "pipeline 'C' failed (kiln_error_bad_dimensions): buffer 'A' dimension 1 must have "
               "stride 12 (ImageParam::dim(1).set_stride), got 20");
     EXPECT_EQ(out(5, 7), -3.f);
+}
+
+// C promises its row pitch too (Func::output_buffer): the kernel's stores index with the
+// constant N (no C.stride.1 outside the entry checks), and a C with wider rows is refused with
+// nothing written.
+TEST(OperatorErrors, MatmulRefusesACWithRowsWiderThanN) {
+    const Operator &op = find_operator("matmul");
+    OperatorInstance inst = op.make({8, 16, 12});
+    op.hand_schedule(inst, Target::host());
+    struct Stores : IRVisitor {
+        int stores = 0, with_pitch = 0;
+        using IRVisitor::visit;
+        void visit(const Store *op) override {
+            if (op->name == "C") {
+                stores++;
+                with_pitch += expr_uses_var(op->index, "C.stride.1");
+            }
+            IRVisitor::visit(op);
+        }
+    } v;
+    v.include(inst.pipeline().lower().body);
+    EXPECT_GT(v.stores, 0);
+    EXPECT_EQ(v.with_pitch, 0);
+    inst.bind_inputs();
+    std::vector<float> wide(size_t(8) * 20, -3.f);
+    BufferBase out(Float(32), wide.data(), std::vector<BufferDim>{{0, 16, 1}, {0, 8, 20}}, "C");
+    EXPECT_EQ(error_of<RuntimeError>([&] { inst.pipeline().realize({out}); }),
+              "pipeline 'C' failed (kiln_error_bad_dimensions): buffer 'C' dimension 1 must have "
+              "stride 16 (Func::output_buffer().dim(1).set_stride), got 20");
+    EXPECT_EQ(wide[5 * 20 + 7], -3.f);
 }
 
 TEST(OperatorErrors, RegisteringANameTwiceIsAnError) {

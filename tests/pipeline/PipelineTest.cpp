@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -299,6 +300,77 @@ TEST(Pipeline, AnImagesDimensionMaxIsItsLastCoordinate) {
     }
 }
 
+// Func::output_buffer() (Halide's): the same promises about the buffer an output is written
+// into. The stores and the update's loads of the output index with the promised row pitch and
+// mins, only the entry checks read the fields, and the result is the reference evaluator's.
+TEST(Pipeline, AnOutputsPromisedStrideIsAConstantInItsStoresAndLoads) {
+    Func f("promised_out");
+    Var x("x"), y("y");
+    f(x, y) = x * 10 + y;
+    f(x, y) += f(x, y) * 2 + x;
+    f.output_buffer().dim(0).set_bounds(0, 8);
+    f.output_buffer().dim(1).set_min(0).set_stride(8);
+    const std::set<std::string> fields = {"promised_out.stride.1", "promised_out.min.0",
+                                          "promised_out.min.1"};
+    struct Accesses : IRVisitor {
+        const std::set<std::string> &fields;
+        explicit Accesses(const std::set<std::string> &fields) : fields(fields) {}
+        int stores = 0, loads = 0, with_fields = 0, asserts_with_fields = 0;
+        using IRVisitor::visit;
+        void visit(const Store *op) override {
+            if (op->name == "promised_out") {
+                stores++;
+                with_fields += expr_uses_vars(op->index, fields);
+            }
+            IRVisitor::visit(op);
+        }
+        void visit(const Load *op) override {
+            if (op->name == "promised_out") {
+                loads++;
+                with_fields += expr_uses_vars(op->index, fields);
+            }
+            IRVisitor::visit(op);
+        }
+        void visit(const AssertStmt *op) override {
+            asserts_with_fields += expr_uses_var(op->condition, "promised_out.stride.1");
+            IRVisitor::visit(op);
+        }
+    } v(fields);
+    v.include(Pipeline(f).lower().body);
+    EXPECT_GT(v.stores, 0);
+    EXPECT_GT(v.loads, 0);
+    EXPECT_EQ(v.with_fields, 0);
+    EXPECT_EQ(v.asserts_with_fields, 1); // the promise's own check
+    expect_same_buffer<int>(reference_realize(f, {8, 5}), f.realize({8, 5}));
+}
+
+// An output buffer that breaks a promise is refused with both values, nothing written; a
+// Tuple's values each have a buffer of their own, named as the outputs' buffers are.
+TEST(PipelineErrors, AnOutputBufferBreakingItsPromiseIsRefusedWithBothValues) {
+    Func f("promise_out");
+    Var x("x"), y("y");
+    f(x, y) = x + y;
+    f.output_buffer().dim(1).set_stride(12);
+    Buffer<int> out({10, 3}, "promise_out"); // stride 10
+    out.fill(-5);
+    EXPECT_THAT(test::error_of<RuntimeError>([&] { Pipeline(f).realize({out}); }),
+                HasSubstr("buffer 'promise_out' dimension 1 must have stride 12 "
+                          "(Func::output_buffer().dim(1).set_stride), got 10"));
+    EXPECT_EQ(out(4, 2), -5);
+    Func t("promise_tuple");
+    t(x, y) = Tuple{x, y};
+    std::vector<OutputImageParam> buffers = t.output_buffers();
+    ASSERT_EQ(buffers.size(), 2u);
+    EXPECT_EQ(buffers[1].name(), "promise_tuple.1");
+    buffers[1].dim(0).set_extent(4);
+    Buffer<int> first({6, 2}, "promise_tuple.0"), second({6, 2}, "promise_tuple.1");
+    EXPECT_THAT(test::error_of<RuntimeError>([&] {
+                    Pipeline(t).realize({first, second});
+                }),
+                HasSubstr("buffer 'promise_tuple.1' dimension 0 must have extent 4 "
+                          "(Func::output_buffer().dim(0).set_extent), got 6"));
+}
+
 // A buffer that breaks a promise is a run-time error naming the image, the dimension, the
 // promised and the actual value, and nothing is written.
 TEST(PipelineErrors, ABufferBreakingAnImagesPromiseIsRefusedWithBothValues) {
@@ -343,6 +415,28 @@ TEST(PipelineErrors, ImpossiblePromisesAreCompileErrors) {
                           "scalar integer"));
     EXPECT_THAT(test::error_of<CompileError>([&] { in.dim(1).set_extent(0); }),
                 HasSubstr("must be at least 1, got 0"));
+}
+
+// output_buffer on a Func with no definition yet, or with several values, and impossible
+// promises about an output's buffer: CompileErrors that name the Func or buffer and say what to do.
+TEST(PipelineErrors, OutputBufferMisusesAreCompileErrors) {
+    Func undefined("no_def_out");
+    EXPECT_THAT(test::error_of<CompileError>([&] { undefined.output_buffer(); }),
+                HasSubstr("output_buffer: Func 'no_def_out' has no definition yet; define it"));
+    Func pair("pair_out"), f("bad_out");
+    Var x("x"), y("y");
+    pair(x) = Tuple{x, x + 1};
+    EXPECT_THAT(test::error_of<CompileError>([&] { pair.output_buffer(); }),
+                HasSubstr("Func 'pair_out' has 2 values, each in a buffer of its own; use "
+                          "output_buffers()[i]"));
+    f(x, y) = x * y;
+    EXPECT_THAT(test::error_of<CompileError>([&] { f.output_buffer().dim(2); }),
+                HasSubstr("dimension 2 of the output buffer 'bad_out' does not exist; it has 2 "
+                          "dimensions"));
+    EXPECT_THAT(test::error_of<CompileError>([&] { f.output_buffer().dim(0).set_stride(3); }),
+                HasSubstr("dimension 0 of output buffer 'bad_out' always has stride 1"));
+    EXPECT_THAT(test::error_of<CompileError>([&] { f.output_buffer().dim(1).set_extent(0); }),
+                HasSubstr("extent of dimension 1 of output buffer 'bad_out' must be at least 1"));
 }
 
 TEST(Pipeline, TupleOutputsRealizeIntoOneBufferPerValue) {
