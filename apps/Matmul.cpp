@@ -36,7 +36,9 @@ OperatorInstance make_matmul(const std::vector<int64_t> &shape) {
     prod(j, i) = 0.f;
     prod(j, i) = fma(A(k, i), B_panel(j, k), prod(j, i));
     C(j, i) = prod(j, i);
-    // C is dense as well, N values per row: the tiles' stores index with the constant pitch.
+    // C is dense as well, N values per row: the tiles' stores index with the constant pitch
+    // (one register fewer; no change measurable at 512^3 or 1000^3, the stores being once per
+    // tile, outside the k loop).
     C.output_buffer().dim(0).set_bounds(0, N);
     C.output_buffer().dim(1).set_stride(N);
     inst.inputs = {A, B};
