@@ -78,14 +78,14 @@ class ImageParam;
 class OutputImageParam;
 
 /// One dimension of an ImageParam or of an output's buffer (Func::output_buffer), as Halide's
-/// `Dimension`: its symbolic min, extent and stride,
-/// and the promises a caller makes about them. `in.dim(1).set_stride(256)` lets the compiler use
-/// 256 wherever the row pitch appears (the broadcasts of a convolution's pixels are then
-/// constant offsets from one pointer, not a chain of adds of a run-time stride); a buffer that
-/// breaks a promise is refused when the pipeline runs, with a message naming the image, the
-/// dimension, the promised and the actual value. The values are int32 expressions of constants
-/// and Params (and of other dimensions' fields). CompileError for a value of another type or
-/// a stride other than 1 for dimension 0 (always dense in kiln).
+/// `Dimension`: its symbolic min, extent and stride, and the promises a caller makes about them.
+/// `in.dim(1).set_stride(256)` lets the compiler use 256 wherever the row pitch appears (the
+/// broadcasts of a convolution's pixels are then constant offsets from one pointer, not a chain
+/// of adds of a run-time stride); a buffer that breaks a promise is refused when the pipeline
+/// runs, with a message naming the buffer, the dimension, the promised and the actual value. The
+/// values are int32 expressions of constants and Params (and of other dimensions' fields).
+/// CompileError for a value of another type or a stride other than 1 for dimension 0 (always dense
+/// in kiln).
 class Dimension {
 public:
     Expr min() const;

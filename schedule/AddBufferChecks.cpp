@@ -148,8 +148,9 @@ Stmt add_buffer_checks(const Stmt &body, const PipelineEnv &env,
     // set_extent, set_stride; Func::output_buffer().dim(d) the same): storage flattening uses
     // the promised values, these checks keep the fields.
     for (const LoweredArgument &a : args) {
+        if (a.kind == LoweredArgument::Scalar) continue;
         const ParameterContents *promised = promises_of(a, env);
-        if (a.kind == LoweredArgument::Scalar || !promised) continue;
+        if (!promised) continue;
         const ParameterContents &p = *promised;
         const std::string api = p.is_output ? "Func::output_buffer()." : "ImageParam::";
         struct Promised {
